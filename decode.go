@@ -1,0 +1,207 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Validator is implemented by input types with checks beyond their JSON Schema. A
+// non-nil error is answered as ValidationError; return [Invalid] for field-level detail.
+type Validator interface {
+	Validate() error
+}
+
+// restInput builds the JSON input of a REST call: path parameters from the path, the
+// other fields from the query string on GET and HEAD, or from the JSON body otherwise.
+// Query and path values are typed by the input schema (numbers, booleans, lists).
+func restInput(r *http.Request, def *FlowDef, body []byte) ([]byte, error) {
+	isQuery := r.Method == http.MethodGet || r.Method == http.MethodHead
+	if !isQuery && len(def.params) == 0 {
+		return body, nil
+	}
+	obj := map[string]any{}
+	var issues []ValidationIssue
+	if isQuery {
+		for key, vals := range r.URL.Query() {
+			v, issue := typedParam(def.inSchema, key, vals, false)
+			if issue != nil {
+				issues = append(issues, *issue)
+				continue
+			}
+			if v != nil {
+				obj[key] = v
+			}
+		}
+	} else if len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, &obj); err != nil {
+			var syn *json.SyntaxError
+			if errors.As(err, &syn) {
+				return nil, Invalid(ValidationIssue{Message: "malformed JSON: " + err.Error()})
+			}
+			return nil, Invalid(ValidationIssue{Message: "the body must be a JSON object when the path has parameters"})
+		}
+	}
+	for _, name := range def.params {
+		v, issue := typedParam(def.inSchema, name, []string{r.PathValue(name)}, true)
+		if issue != nil {
+			issues = append(issues, *issue)
+			continue
+		}
+		obj[name] = v
+	}
+	if len(issues) > 0 {
+		return nil, Invalid(issues...)
+	}
+	return json.Marshal(obj)
+}
+
+// typedParam converts the string values of one query or path parameter to the JSON type
+// its property declares. Unknown keys are kept as strings only when the input accepts
+// arbitrary members (a map input); otherwise they are ignored, like unknown JSON members.
+func typedParam(root *jsonschema.Schema, key string, vals []string, isPath bool) (any, *ValidationIssue) {
+	var prop *jsonschema.Schema
+	if root != nil {
+		prop = root.Properties[key]
+	}
+	if prop == nil {
+		if root != nil && root.Properties != nil && !isPath {
+			return nil, nil
+		}
+		if len(vals) == 1 {
+			return vals[0], nil
+		}
+		return vals, nil
+	}
+	if hasType(prop, "array") {
+		items := prop.Items
+		out := make([]any, 0, len(vals))
+		for _, raw := range vals {
+			v, err := scalarOf(items, raw)
+			if err != nil {
+				return nil, &ValidationIssue{Path: key, Message: err.Error()}
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	}
+	if len(vals) > 1 {
+		return nil, &ValidationIssue{Path: key, Message: "expected one value, got " + strconv.Itoa(len(vals))}
+	}
+	v, err := scalarOf(prop, vals[0])
+	if err != nil {
+		return nil, &ValidationIssue{Path: key, Message: err.Error()}
+	}
+	return v, nil
+}
+
+func scalarOf(s *jsonschema.Schema, raw string) (any, error) {
+	switch {
+	case s == nil:
+		return raw, nil
+	case hasType(s, "integer"):
+		if _, err := strconv.ParseInt(raw, 10, 64); err != nil {
+			return nil, fmt.Errorf("expected an integer, got %q", raw)
+		}
+		return json.Number(raw), nil
+	case hasType(s, "number"):
+		f, err := strconv.ParseFloat(raw, 64)
+		if err != nil || raw == "" || strings.ContainsAny(raw, "xXpP_") || isNonFinite(f) {
+			return nil, fmt.Errorf("expected a number, got %q", raw)
+		}
+		return json.Number(raw), nil
+	case hasType(s, "boolean"):
+		switch raw {
+		case "true", "1":
+			return true, nil
+		case "false", "0":
+			return false, nil
+		}
+		return nil, fmt.Errorf("expected a boolean (true or false), got %q", raw)
+	case hasType(s, "object"):
+		var v any
+		if err := json.Unmarshal([]byte(raw), &v); err != nil {
+			return nil, fmt.Errorf("expected a JSON object, got %q", raw)
+		}
+		return v, nil
+	}
+	return raw, nil
+}
+
+func isNonFinite(f float64) bool {
+	return f != f || f > 1.7976931348623157e308 || f < -1.7976931348623157e308
+}
+
+func hasType(s *jsonschema.Schema, t string) bool {
+	if s.Type == t {
+		return true
+	}
+	for _, x := range s.Types {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeInput validates raw against the flow's input schema, collecting every
+// field-level issue, then decodes it into in and runs its Validate method.
+func decodeInput(raw []byte, in any, def *FlowDef) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		if def.inSchema != nil && hasType(def.inSchema, "object") {
+			raw = []byte("{}")
+		} else {
+			raw = []byte("null")
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return Invalid(ValidationIssue{Message: "malformed JSON: " + err.Error()})
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Invalid(ValidationIssue{Message: "malformed JSON: unexpected data after the input value"})
+	}
+	if def.inSchema != nil {
+		var issues []ValidationIssue
+		validateValue(def.inSchema, generic, "", &issues)
+		if len(issues) > 0 {
+			return Invalid(issues...)
+		}
+	}
+	if err := json.Unmarshal(raw, in); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return Invalid(ValidationIssue{Path: te.Field, Message: "expected " + te.Type.String() + ", got " + te.Value})
+		}
+		return Invalid(ValidationIssue{Message: err.Error()})
+	}
+	if v, ok := in.(Validator); ok {
+		return asValidation(v.Validate())
+	}
+	if v, ok := deref(in).(Validator); ok {
+		return asValidation(v.Validate())
+	}
+	return nil
+}
+
+func deref(p any) any { return reflectElem(p) }
+
+func asValidation(err error) error {
+	if err == nil {
+		return nil
+	}
+	if e := AsError(err); e != nil {
+		return e
+	}
+	return Invalid(ValidationIssue{Message: err.Error()})
+}

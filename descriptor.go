@@ -1,0 +1,94 @@
+package engine
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Descriptor is the body of GET /_engine/client.json: every bound flow with its trigger,
+// JSON Schemas, declared errors and flags, grouped by unit. Tools generate typed clients
+// from it; it never carries secrets or server-side configuration.
+type Descriptor struct {
+	Version int              `json:"version"`
+	RPC     string           `json:"rpc"`
+	Units   []DescriptorUnit `json:"units"`
+}
+
+// DescriptorUnit is a unit in the [Descriptor].
+type DescriptorUnit struct {
+	Name  string           `json:"name"`
+	Flows []DescriptorFlow `json:"flows"`
+}
+
+// DescriptorFlow is a flow in the [Descriptor].
+type DescriptorFlow struct {
+	Name        string                     `json:"name"`
+	ID          string                     `json:"id"`
+	Description string                     `json:"description,omitempty"`
+	RPC         string                     `json:"rpc"`
+	Trigger     *Route                     `json:"trigger"`
+	Public      bool                       `json:"public"`
+	Gated       bool                       `json:"gated"`
+	Durable     bool                       `json:"durable"`
+	Input       *jsonschema.Schema         `json:"input"`
+	Output      *jsonschema.Schema         `json:"output"`
+	Errors      map[string]DescriptorError `json:"errors"`
+	Tags        map[string]any             `json:"tags,omitempty"`
+}
+
+// DescriptorError is a declared error code in the [Descriptor].
+type DescriptorError struct {
+	Status int                `json:"status"`
+	Data   *jsonschema.Schema `json:"data"`
+}
+
+// Descriptor returns the app's descriptor.
+func (a *App) Descriptor() Descriptor {
+	d := Descriptor{Version: 1, RPC: RPCPrefix + "{unit}/{flow}", Units: []DescriptorUnit{}}
+	byUnit := map[string]int{}
+	for _, def := range a.Flows() {
+		b := a.bindings[def.ID()]
+		i, ok := byUnit[def.unit]
+		if !ok {
+			i = len(d.Units)
+			byUnit[def.unit] = i
+			d.Units = append(d.Units, DescriptorUnit{Name: def.unit})
+		}
+		f := DescriptorFlow{
+			Name: def.name, ID: def.ID(), Description: def.descr,
+			RPC:     RPCPrefix + def.unit + "/" + def.name,
+			Trigger: def.route, Public: def.public, Gated: !def.public || b.tags["gate"] != nil, Durable: def.durable,
+			Input: def.inSchema, Output: def.outSchema,
+			Errors: map[string]DescriptorError{}, Tags: b.tags,
+		}
+		for _, e := range def.errors {
+			s, err := schemaFor(e.DataType())
+			if err != nil {
+				s = &jsonschema.Schema{}
+			}
+			f.Errors[e.Code()] = DescriptorError{Status: e.Status(), Data: s}
+		}
+		d.Units[i].Flows = append(d.Units[i].Flows, f)
+	}
+	return d
+}
+
+func (a *App) serveDescriptor(w http.ResponseWriter, r *http.Request) {
+	a.descOnce.Do(func() {
+		body, err := json.MarshalIndent(a.Descriptor(), "", "  ")
+		if err != nil {
+			a.logger.Error("engine: encoding descriptor", "err", err)
+			return
+		}
+		a.descriptor = append(body, '\n')
+	})
+	if a.descriptor == nil {
+		a.writeError(w, r, nil, internalError())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache")
+	_, _ = w.Write(a.descriptor)
+}

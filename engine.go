@@ -1,0 +1,378 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"sync"
+)
+
+// App is an application server built from units of flows. Build it with [New]; serve it
+// with [App.Handler] on any mux; run its background work between [App.Start] and
+// [App.Close].
+type App struct {
+	logger      *slog.Logger
+	maxBody     int64
+	auth        Authenticator
+	bindings    map[string]*binding // "unit.flow" → binding
+	order       []*binding
+	units       map[string][]*binding
+	router      *router
+	startHooks  []func(context.Context, *App) error
+	closeHooks  []func(context.Context, *App) error
+	durableRun  DurableRunner
+	handlerOnce sync.Once
+	handler     http.Handler
+	descriptor  []byte
+	descOnce    sync.Once
+	lifecycleMu sync.Mutex
+	started     bool
+	extraRoutes []extraRoute
+}
+
+// Option configures an [App]. Options are validated by [New].
+type Option interface{ apply(*App) error }
+
+type optionFunc func(*App) error
+
+func (f optionFunc) apply(a *App) error { return f(a) }
+
+// Options groups several options into one, so an extension package (auth, a store
+// resource) can hand the app everything it needs as a single value.
+func Options(opts ...Option) Option {
+	return optionFunc(func(a *App) error {
+		for _, o := range opts {
+			if o == nil {
+				continue
+			}
+			if err := o.apply(a); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// WithLogger sets the logger for internal errors and panics (logged with detail, never
+// sent to callers). The default is [slog.Default].
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(a *App) error {
+		if l == nil {
+			return errors.New("engine: WithLogger: nil logger")
+		}
+		a.logger = l
+		return nil
+	})
+}
+
+// DefaultMaxBodyBytes is the default request body limit.
+const DefaultMaxBodyBytes = 1 << 20
+
+// WithMaxBodyBytes sets the request body limit; larger bodies are answered with
+// PayloadTooLarge (413).
+func WithMaxBodyBytes(n int64) Option {
+	return optionFunc(func(a *App) error {
+		if n <= 0 {
+			return fmt.Errorf("engine: WithMaxBodyBytes: limit must be positive, got %d", n)
+		}
+		a.maxBody = n
+		return nil
+	})
+}
+
+// Authenticator turns a request's credentials into a principal. It returns (nil, nil)
+// when the request carries no credentials, and an error (usually [Unauthorized]) when
+// they are present but invalid. The gate package provides one.
+type Authenticator interface {
+	Authenticate(r *http.Request) (*Principal, error)
+}
+
+// WithAuthenticator sets how callers are authenticated. Gated (non-public) flows answer
+// Unauthorized without a principal.
+func WithAuthenticator(auth Authenticator) Option {
+	return optionFunc(func(a *App) error {
+		if auth == nil {
+			return errors.New("engine: WithAuthenticator: nil authenticator")
+		}
+		if a.auth != nil {
+			return errors.New("engine: WithAuthenticator: an authenticator is already set")
+		}
+		a.auth = auth
+		return nil
+	})
+}
+
+// OnStart registers work run by [App.Start] in order, such as schema migrations.
+func OnStart(fn func(ctx context.Context, app *App) error) Option {
+	return optionFunc(func(a *App) error { a.startHooks = append(a.startHooks, fn); return nil })
+}
+
+// OnClose registers work run by [App.Close] in reverse order.
+func OnClose(fn func(ctx context.Context, app *App) error) Option {
+	return optionFunc(func(a *App) error { a.closeHooks = append(a.closeHooks, fn); return nil })
+}
+
+// Mount mounts a plain HTTP handler beside the flows (for example a server-sent events
+// route that is not a flow). Method and path use the trigger syntax (:name segments,
+// available through r.PathValue).
+func Mount(method, path string, h http.Handler) Option {
+	return optionFunc(func(a *App) error {
+		def := &FlowDef{}
+		if err := Trigger(method, path)(def); err != nil {
+			return fmt.Errorf("engine: Mount: %w", err)
+		}
+		a.extraRoutes = append(a.extraRoutes, extraRoute{route: *def.route, params: def.params, h: h})
+		return nil
+	})
+}
+
+type extraRoute struct {
+	route  Route
+	params []string
+	h      http.Handler
+}
+
+// New builds an app. It starts nothing: no goroutines, no listeners, no signal handlers.
+func New(opts ...Option) (*App, error) {
+	a := &App{
+		logger:   slog.Default(),
+		maxBody:  DefaultMaxBodyBytes,
+		bindings: map[string]*binding{},
+		units:    map[string][]*binding{},
+	}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o.apply(a); err != nil {
+			return nil, err
+		}
+	}
+	r, err := newRouter(a)
+	if err != nil {
+		return nil, err
+	}
+	a.router = r
+	return a, nil
+}
+
+// Logger returns the app's logger.
+func (a *App) Logger() *slog.Logger { return a.logger }
+
+// Routes returns the route map of the flows with an HTTP trigger (the spec's $routes),
+// for a client that calls over REST.
+func (a *App) Routes() Routes {
+	r := Routes{}
+	for _, b := range a.order {
+		r.add(b.def)
+	}
+	return r
+}
+
+// Flows returns the bound flows, sorted by unit and name.
+func (a *App) Flows() []*FlowDef {
+	out := make([]*FlowDef, 0, len(a.order))
+	for _, b := range a.order {
+		out = append(out, b.def)
+	}
+	sortFlows(out)
+	return out
+}
+
+// Lookup returns the bound flow with the given "unit.flow" id.
+func (a *App) Lookup(id string) (*FlowDef, bool) {
+	b, ok := a.bindings[id]
+	if !ok {
+		return nil, false
+	}
+	return b.def, true
+}
+
+// Start runs the start hooks (migrations, the journal's background work). Call it once
+// before serving; pair it with [App.Close].
+func (a *App) Start(ctx context.Context) error {
+	a.lifecycleMu.Lock()
+	defer a.lifecycleMu.Unlock()
+	if a.started {
+		return errors.New("engine: app already started")
+	}
+	for _, h := range a.startHooks {
+		if err := h(ctx, a); err != nil {
+			return err
+		}
+	}
+	a.started = true
+	return nil
+}
+
+// Close runs the close hooks in reverse order and returns their joined errors.
+func (a *App) Close(ctx context.Context) error {
+	a.lifecycleMu.Lock()
+	defer a.lifecycleMu.Unlock()
+	if !a.started {
+		return nil
+	}
+	var errs []error
+	for i := len(a.closeHooks) - 1; i >= 0; i-- {
+		errs = append(errs, a.closeHooks[i](ctx, a))
+	}
+	a.started = false
+	return errors.Join(errs...)
+}
+
+// DurableRunner runs durable flows under a journal. The journal integration sets it with
+// [WithDurableRunner]; without one, durable flows run as ordinary flows.
+type DurableRunner interface {
+	Wrap(def *FlowDef, next HandlerFunc) HandlerFunc
+}
+
+// WithDurableRunner sets the runner of durable flows.
+func WithDurableRunner(r DurableRunner) Option {
+	return optionFunc(func(a *App) error {
+		if r == nil {
+			return errors.New("engine: WithDurableRunner: nil runner")
+		}
+		a.durableRun = r
+		return nil
+	})
+}
+
+// HandlerFunc is the untyped form of a bound flow: the typed handler is wrapped once into
+// it, so gates, the journal and the HTTP layer share one shape without generics. in is a
+// value of the flow's input type.
+type HandlerFunc func(fx *Fx, in any) (any, error)
+
+// Middleware wraps a flow's untyped handler; gates are middleware.
+type Middleware func(next HandlerFunc) HandlerFunc
+
+// BindOption configures a flow binding.
+type BindOption func(*binding) error
+
+// Use adds middleware to a binding, outermost first.
+func Use(mw ...Middleware) BindOption {
+	return func(b *binding) error {
+		for _, m := range mw {
+			if m == nil {
+				return errors.New("nil middleware")
+			}
+		}
+		b.mw = append(b.mw, mw...)
+		return nil
+	}
+}
+
+// Tag attaches a descriptor flag to a binding, published in the descriptor under "tags".
+// The gate package tags the gates it adds under "gate", which also marks a public flow
+// (one that can still be rate limited) as gated.
+func Tag(key string, value any) BindOption {
+	return func(b *binding) error {
+		if b.tags == nil {
+			b.tags = map[string]any{}
+		}
+		b.tags[key] = value
+		return nil
+	}
+}
+
+type binding struct {
+	def    *FlowDef
+	mw     []Middleware
+	tags   map[string]any
+	handle HandlerFunc // the typed handler wrapped, before middleware
+	call   HandlerFunc // with middleware and the durable runner
+	decode func(raw []byte) (any, error)
+	values map[any]any
+}
+
+// Bind binds handler h to flow f. It is an [Option] of [New].
+func Bind[In, Out any](f *Flow[In, Out], h func(fx *Fx, in In) (Out, error), opts ...BindOption) Option {
+	return optionFunc(func(a *App) error {
+		if f == nil || f.def == nil {
+			return errors.New("engine: Bind: nil flow")
+		}
+		if h == nil {
+			return fmt.Errorf("engine: Bind %s: nil handler", f.def.ID())
+		}
+		if f.def.schemaErr != nil {
+			return fmt.Errorf("engine: %w", f.def.schemaErr)
+		}
+		b := &binding{def: f.def}
+		b.handle = func(fx *Fx, in any) (any, error) {
+			v, ok := in.(In)
+			if !ok && in != nil {
+				return nil, fmt.Errorf("engine: flow %s: input of type %T, want %v", f.def.ID(), in, reflect.TypeFor[In]())
+			}
+			return h(fx, v)
+		}
+		b.decode = func(raw []byte) (any, error) {
+			var in In
+			if err := decodeInput(raw, &in, f.def); err != nil {
+				return nil, err
+			}
+			return in, nil
+		}
+		for _, o := range opts {
+			if err := o(b); err != nil {
+				return fmt.Errorf("engine: Bind %s: %w", f.def.ID(), err)
+			}
+		}
+		return a.addBinding(b)
+	})
+}
+
+// BindValue stores a value on a binding that middleware and extensions can read back with
+// [FlowValue]; the ai package uses it to mark approval predicates on tool flows.
+func BindValue(key, value any) BindOption {
+	return func(b *binding) error {
+		if b.values == nil {
+			b.values = map[any]any{}
+		}
+		b.values[key] = value
+		return nil
+	}
+}
+
+// FlowValue returns a value stored with [BindValue] on the bound flow id.
+func (a *App) FlowValue(id string, key any) any {
+	b, ok := a.bindings[id]
+	if !ok {
+		return nil
+	}
+	return b.values[key]
+}
+
+func (a *App) addBinding(b *binding) error {
+	id := b.def.ID()
+	if _, dup := a.bindings[id]; dup {
+		return fmt.Errorf("engine: flow %s is bound twice", id)
+	}
+	a.bindings[id] = b
+	a.order = append(a.order, b)
+	a.units[b.def.unit] = append(a.units[b.def.unit], b)
+	return nil
+}
+
+// chain composes a binding's handler: authentication for gated flows, the binding's
+// middleware, then the durable runner.
+func (a *App) chain(b *binding) HandlerFunc {
+	h := b.handle
+	if b.def.durable && a.durableRun != nil {
+		h = a.durableRun.Wrap(b.def, h)
+	}
+	for i := len(b.mw) - 1; i >= 0; i-- {
+		h = b.mw[i](h)
+	}
+	if !b.def.public {
+		next := h
+		h = func(fx *Fx, in any) (any, error) {
+			if fx.principal == nil {
+				return nil, Unauthorized()
+			}
+			return next(fx, in)
+		}
+	}
+	return h
+}

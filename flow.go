@@ -1,0 +1,325 @@
+package engine
+
+import (
+	"fmt"
+	"net/http"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Unit groups flows under a name. Units and flows are declarations: they carry types,
+// triggers and error codes but no handler, so a contract package can declare them and be
+// imported by both the server (which binds handlers with [Bind]) and the client.
+type Unit struct {
+	name string
+
+	mu    sync.Mutex
+	flows []*FlowDef
+}
+
+// NewUnit declares a unit. Names are JavaScript-style identifiers ("math", "notes").
+func NewUnit(name string) *Unit { return &Unit{name: name} }
+
+// Name returns the unit's name.
+func (u *Unit) Name() string { return u.name }
+
+// Flows returns the unit's declared flows in declaration order.
+func (u *Unit) Flows() []*FlowDef {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]*FlowDef(nil), u.flows...)
+}
+
+// Routes returns the REST route map of the unit's flows that have an HTTP trigger, in
+// the shape of [App.Routes], so a client built from a contract package can use REST
+// without the app value.
+func (u *Unit) Routes() Routes { return RoutesOf(u) }
+
+// RoutesOf returns the route map of the given units.
+func RoutesOf(units ...*Unit) Routes {
+	r := Routes{}
+	for _, u := range units {
+		for _, f := range u.Flows() {
+			r.add(f)
+		}
+	}
+	return r
+}
+
+// Route is the HTTP trigger of a flow.
+type Route struct {
+	Method string `json:"method"`
+	Path   string `json:"path"`
+}
+
+// Routes is the runtime route map (the spec's $routes): unit → flow → route, for flows
+// with an HTTP trigger.
+type Routes map[string]map[string]Route
+
+func (r Routes) add(f *FlowDef) {
+	if f.route == nil {
+		return
+	}
+	if r[f.unit] == nil {
+		r[f.unit] = map[string]Route{}
+	}
+	r[f.unit][f.name] = *f.route
+}
+
+// FlowDef is the untyped description of a flow: everything the HTTP layer, gates, the
+// journal and the descriptor need, without its type parameters.
+type FlowDef struct {
+	unit, name string
+	route      *Route
+	params     []string // path parameter names, in order
+	errors     []ErrorSpec
+	public     bool
+	durable    bool
+	inType     reflect.Type
+	outType    reflect.Type
+	inSchema   *jsonschema.Schema
+	outSchema  *jsonschema.Schema
+	schemaErr  error
+	descr      string
+}
+
+// Unit returns the name of the flow's unit.
+func (f *FlowDef) Unit() string { return f.unit }
+
+// Name returns the flow's name within its unit.
+func (f *FlowDef) Name() string { return f.name }
+
+// ID returns "unit.flow".
+func (f *FlowDef) ID() string { return f.unit + "." + f.name }
+
+// Trigger returns the flow's HTTP trigger, if it has one.
+func (f *FlowDef) Trigger() (Route, bool) {
+	if f.route == nil {
+		return Route{}, false
+	}
+	return *f.route, true
+}
+
+// PathParams returns the names of the trigger's :name segments.
+func (f *FlowDef) PathParams() []string { return f.params }
+
+// Public reports whether the flow needs no authentication.
+func (f *FlowDef) Public() bool { return f.public }
+
+// Durable reports whether the flow runs under the journal.
+func (f *FlowDef) Durable() bool { return f.durable }
+
+// Errors returns the declared error codes.
+func (f *FlowDef) Errors() []ErrorSpec { return f.errors }
+
+// ErrorSpec returns the declared error with the given code.
+func (f *FlowDef) ErrorSpec(code string) (ErrorSpec, bool) {
+	for _, e := range f.errors {
+		if e.Code() == code {
+			return e, true
+		}
+	}
+	return nil, false
+}
+
+// InputType and OutputType return the flow's Go types.
+func (f *FlowDef) InputType() reflect.Type  { return f.inType }
+func (f *FlowDef) OutputType() reflect.Type { return f.outType }
+
+// InputSchema returns the JSON Schema inferred from the input type (with any
+// [InputSchema] adjustments). Do not modify it.
+func (f *FlowDef) InputSchema() *jsonschema.Schema { return f.inSchema }
+
+// OutputSchema returns the JSON Schema of the output type.
+func (f *FlowDef) OutputSchema() *jsonschema.Schema { return f.outSchema }
+
+// Description returns the flow's description (see [Describe]).
+func (f *FlowDef) Description() string { return f.descr }
+
+// Flow is a typed flow handle: the declaration shared by server and client. In and Out
+// are the flow's input and output types.
+type Flow[In, Out any] struct {
+	def *FlowDef
+}
+
+// Def returns the untyped description.
+func (f *Flow[In, Out]) Def() *FlowDef { return f.def }
+
+// ID returns "unit.flow".
+func (f *Flow[In, Out]) ID() string { return f.def.ID() }
+
+// FlowOption configures a flow declaration.
+type FlowOption func(*FlowDef) error
+
+// GET, POST, PUT, PATCH and DELETE give the flow an HTTP trigger. Path segments of the
+// form :name are filled from the same-named input field.
+func GET(path string) FlowOption    { return Trigger(http.MethodGet, path) }
+func POST(path string) FlowOption   { return Trigger(http.MethodPost, path) }
+func PUT(path string) FlowOption    { return Trigger(http.MethodPut, path) }
+func PATCH(path string) FlowOption  { return Trigger(http.MethodPatch, path) }
+func DELETE(path string) FlowOption { return Trigger(http.MethodDelete, path) }
+
+var paramName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Trigger gives the flow an HTTP trigger with any method.
+func Trigger(method, path string) FlowOption {
+	return func(f *FlowDef) error {
+		method = strings.ToUpper(method)
+		switch method {
+		case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		default:
+			return fmt.Errorf("unsupported trigger method %q", method)
+		}
+		if !strings.HasPrefix(path, "/") {
+			return fmt.Errorf("trigger path %q must start with /", path)
+		}
+		if strings.HasPrefix(path, "/_engine/") || path == "/_engine" {
+			return fmt.Errorf("trigger path %q is reserved for engine", path)
+		}
+		var params []string
+		for _, seg := range strings.Split(path[1:], "/") {
+			if strings.HasPrefix(seg, ":") {
+				name := seg[1:]
+				if !paramName.MatchString(name) {
+					return fmt.Errorf("trigger path %q: bad parameter %q", path, seg)
+				}
+				params = append(params, name)
+			} else if strings.ContainsAny(seg, "{}*") {
+				return fmt.Errorf("trigger path %q: use :name segments", path)
+			}
+		}
+		f.route = &Route{Method: method, Path: path}
+		f.params = params
+		return nil
+	}
+}
+
+// Errors declares the flow's error codes, each with its status and payload type.
+func Errors(specs ...ErrorSpec) FlowOption {
+	return func(f *FlowDef) error {
+		for _, s := range specs {
+			if IsFrameworkCode(s.Code()) {
+				return fmt.Errorf("error code %q is a framework code; flows need not declare it", s.Code())
+			}
+			if s.Status() < 400 || s.Status() > 599 {
+				return fmt.Errorf("error code %q: status %d is not an error status", s.Code(), s.Status())
+			}
+			f.errors = append(f.errors, s)
+		}
+		return nil
+	}
+}
+
+// Public marks a flow that needs no authentication. Flows are gated by default.
+func Public() FlowOption {
+	return func(f *FlowDef) error { f.public = true; return nil }
+}
+
+// Durable marks a flow that runs under the journal (see the journal package): its steps
+// are recorded and replayed, and it may park awaiting a decision.
+func Durable() FlowOption {
+	return func(f *FlowDef) error { f.durable = true; return nil }
+}
+
+// Describe sets a description, published in the descriptor and used as a tool description
+// for agents.
+func Describe(text string) FlowOption {
+	return func(f *FlowDef) error { f.descr = text; return nil }
+}
+
+// InputSchema lets the declaration refine the inferred input schema, for constraints Go
+// types cannot express (minLength, enum, minimum). The request is validated against it.
+func InputSchema(adjust func(s *jsonschema.Schema)) FlowOption {
+	return func(f *FlowDef) error {
+		if f.inSchema != nil {
+			adjust(f.inSchema)
+		}
+		return nil
+	}
+}
+
+// Define declares a flow of unit u with input In and output Out. Declaration errors (a
+// bad trigger, a type JSON Schema cannot describe) are reported by [New] when the flow is
+// bound, so package-level declarations stay one-liners.
+func Define[In, Out any](u *Unit, name string, opts ...FlowOption) *Flow[In, Out] {
+	def := &FlowDef{unit: u.name, name: name, inType: reflect.TypeFor[In](), outType: reflect.TypeFor[Out]()}
+	def.inSchema, def.schemaErr = schemaFor(def.inType)
+	if def.schemaErr == nil {
+		def.outSchema, def.schemaErr = schemaFor(def.outType)
+	}
+	if !paramName.MatchString(name) || !paramName.MatchString(u.name) {
+		def.schemaErr = fmt.Errorf("flow %s.%s: unit and flow names must be identifiers", u.name, name)
+	}
+	for _, o := range opts {
+		if err := o(def); err != nil && def.schemaErr == nil {
+			def.schemaErr = fmt.Errorf("flow %s: %w", def.ID(), err)
+		}
+	}
+	if def.schemaErr == nil && def.route != nil {
+		for _, p := range def.params {
+			if !hasInputField(def, p) {
+				def.schemaErr = fmt.Errorf("flow %s: path parameter :%s is not a field of the input", def.ID(), p)
+			}
+		}
+	}
+	u.mu.Lock()
+	u.flows = append(u.flows, def)
+	u.mu.Unlock()
+	return &Flow[In, Out]{def: def}
+}
+
+// hasInputField reports whether a path parameter can be carried by the input: a struct
+// field with that JSON name, or any map or interface input.
+func hasInputField(def *FlowDef, name string) bool {
+	s := def.inSchema
+	if s == nil {
+		return false
+	}
+	if s.Properties == nil {
+		t := def.inType
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		return t.Kind() == reflect.Map || t.Kind() == reflect.Interface
+	}
+	_, ok := s.Properties[name]
+	return ok
+}
+
+var schemaCache sync.Map // reflect.Type → *jsonschema.Schema (shared, never mutated after cloning)
+
+// schemaFor infers a schema and returns a private copy so InputSchema adjustments of one
+// flow never leak into another flow of the same type.
+func schemaFor(t reflect.Type) (*jsonschema.Schema, error) {
+	if t == reflect.TypeFor[NoContent]() {
+		return &jsonschema.Schema{}, nil
+	}
+	if v, ok := schemaCache.Load(t); ok {
+		return v.(*jsonschema.Schema).CloneSchemas(), nil
+	}
+	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{IgnoreInvalidTypes: true})
+	if err != nil {
+		return nil, err
+	}
+	schemaCache.Store(t, s)
+	return s.CloneSchemas(), nil
+}
+
+// NoContent is the output type of flows that answer HTTP 204 with no body, such as a
+// store resource's remove flow.
+type NoContent struct{}
+
+// sortFlows orders flows by unit then name, for the descriptor and stable listings.
+func sortFlows(fs []*FlowDef) {
+	sort.Slice(fs, func(i, j int) bool {
+		if fs[i].unit != fs[j].unit {
+			return fs[i].unit < fs[j].unit
+		}
+		return fs[i].name < fs[j].name
+	})
+}

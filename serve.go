@@ -1,0 +1,314 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+
+	"github.com/bbc28f59/engine/httpx"
+)
+
+// RPCPrefix is the path prefix of RPC calls and the descriptor.
+const RPCPrefix = "/_engine/"
+
+// Responder is an output that writes its own HTTP response instead of the envelope, such
+// as an agent event stream. A handler returns it as its output value.
+type Responder interface {
+	Respond(fx *Fx, w http.ResponseWriter, r *http.Request)
+}
+
+// Handler returns the app as an http.Handler: REST triggers, RPC under /_engine/, and the
+// descriptor at /_engine/client.json. It works under a prefix (http.StripPrefix) and
+// behind any middleware.
+func (a *App) Handler() http.Handler { return a }
+
+// ServeHTTP implements http.Handler.
+func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer a.recoverPanic(w, r, nil)
+	path := r.URL.EscapedPath()
+	if strings.HasPrefix(path, RPCPrefix) {
+		a.serveEngine(w, r, path[len(RPCPrefix):])
+		return
+	}
+	t, vals, found, allow := a.router.match(r.Method, path)
+	if t == nil {
+		if found {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			a.writeError(w, r, nil, NewError(CodeMethodNotAllowed, map[string]any{
+				"message": fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path), "allow": allow}))
+			return
+		}
+		a.writeError(w, r, nil, NotFound("no route %s %s", r.Method, r.URL.Path))
+		return
+	}
+	for i, name := range t.params {
+		r.SetPathValue(name, vals[i])
+	}
+	if t.extra != nil {
+		t.extra.ServeHTTP(w, r)
+		return
+	}
+	a.serveFlow(w, r, t.binding, true)
+}
+
+func (a *App) serveEngine(w http.ResponseWriter, r *http.Request, rest string) {
+	if rest == "client.json" {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			a.writeError(w, r, nil, NewError(CodeMethodNotAllowed, map[string]any{"message": "the descriptor is read with GET"}))
+			return
+		}
+		a.serveDescriptor(w, r)
+		return
+	}
+	unit, flow, ok := strings.Cut(rest, "/")
+	b := a.bindings[unit+"."+flow]
+	if !ok || b == nil || strings.Contains(flow, "/") {
+		a.writeError(w, r, nil, NotFound("no flow %s", strings.ReplaceAll(rest, "/", ".")))
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		a.writeError(w, r, b.def, NewError(CodeMethodNotAllowed, map[string]any{"message": "RPC calls use POST"}))
+		return
+	}
+	a.serveFlow(w, r, b, false)
+}
+
+// serveFlow decodes the input, runs the flow and writes its reply.
+func (a *App) serveFlow(w http.ResponseWriter, r *http.Request, b *binding, rest bool) {
+	fx := a.newFx(r.Context(), b.def, r)
+	defer a.recoverPanic(w, r, b.def)
+	if a.auth != nil {
+		p, err := a.auth.Authenticate(r)
+		if err != nil {
+			// An invalid token on a public flow is the caller's problem only when the flow
+			// needs a principal; public flows run anonymously.
+			if !b.def.public {
+				a.writeError(w, r, b.def, err)
+				return
+			}
+		} else {
+			fx.principal = p
+		}
+	}
+	raw, err := a.readInput(r, b, rest)
+	if err != nil {
+		a.writeError(w, r, b.def, err)
+		return
+	}
+	in, err := b.decode(raw)
+	if err != nil {
+		a.writeError(w, r, b.def, err)
+		return
+	}
+	out, err := b.call(fx, in)
+	if err != nil {
+		a.writeError(w, r, b.def, err)
+		return
+	}
+	a.writeOutput(w, r, fx, b.def, out)
+}
+
+func (a *App) newFx(ctx context.Context, def *FlowDef, r *http.Request) *Fx {
+	return &Fx{ctx: ctx, app: a, flow: def, req: r, logger: a.logger}
+}
+
+// readInput assembles the raw JSON input of a call: the body (RPC and REST bodies), the
+// query string (REST GET and HEAD) and the path parameters.
+func (a *App) readInput(r *http.Request, b *binding, rest bool) ([]byte, error) {
+	var body []byte
+	if !rest || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		var err error
+		body, err = io.ReadAll(http.MaxBytesReader(nil, r.Body, a.maxBody))
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				return nil, NewError(CodePayloadTooLarge, map[string]any{
+					"message": fmt.Sprintf("request body exceeds %d bytes", a.maxBody), "limit": a.maxBody})
+			}
+			return nil, Invalid(ValidationIssue{Message: "reading request body: " + err.Error()})
+		}
+	}
+	if !rest {
+		return body, nil
+	}
+	return restInput(r, b.def, body)
+}
+
+// writeOutput encodes a successful reply.
+func (a *App) writeOutput(w http.ResponseWriter, r *http.Request, fx *Fx, def *FlowDef, out any) {
+	switch o := out.(type) {
+	case Responder:
+		o.Respond(fx, w, r)
+		return
+	case NoContent, *NoContent:
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		a.writeError(w, r, def, fmt.Errorf("encoding output of %s: %w", def.ID(), err))
+		return
+	}
+	meta, err := fx.metaJSON()
+	if err != nil {
+		a.writeError(w, r, def, fmt.Errorf("encoding meta of %s: %w", def.ID(), err))
+		return
+	}
+	buf := getBuf()
+	*buf = httpx.AppendEnvelope((*buf)[:0], data, "", nil, meta)
+	h := w.Header()
+	h.Set("Content-Type", httpx.ContentTypeJSON)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(*buf)
+	putBuf(buf)
+}
+
+// writeError turns err into the envelope. Declared codes keep their status; framework
+// codes use theirs; anything else is logged with detail and answered as InternalError.
+func (a *App) writeError(w http.ResponseWriter, r *http.Request, def *FlowDef, err error) {
+	e := a.publicError(r.Context(), def, err)
+	if e == nil {
+		return // the client is gone; nothing to write
+	}
+	data, mErr := json.Marshal(orEmpty(e.Data))
+	if mErr != nil {
+		a.logger.ErrorContext(r.Context(), "engine: encoding error payload", "code", e.Code, "err", mErr)
+		e = NewError(CodeInternal, map[string]any{"message": "internal error"})
+		data = []byte(`{"message":"internal error"}`)
+	}
+	buf := getBuf()
+	*buf = httpx.AppendEnvelope((*buf)[:0], nil, e.Code, data, nil)
+	h := w.Header()
+	for k, vs := range e.header {
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	h.Set("Content-Type", httpx.ContentTypeJSON)
+	w.WriteHeader(e.HTTPStatus())
+	_, _ = w.Write(*buf)
+	putBuf(buf)
+}
+
+// publicError maps err to what a caller may see, logging what it hides. It returns nil
+// when the call was cancelled because the client went away.
+func (a *App) publicError(ctx context.Context, def *FlowDef, err error) *Error {
+	flowID := ""
+	if def != nil {
+		flowID = def.ID()
+	}
+	if e := AsError(err); e != nil {
+		if spec, ok := declared(def, e.Code); ok {
+			if e.Status == 0 {
+				e.Status = spec.Status()
+			}
+			return e
+		}
+		if IsFrameworkCode(e.Code) {
+			return e
+		}
+		a.logger.ErrorContext(ctx, "engine: flow returned an undeclared error code", "flow", flowID, "code", e.Code, "err", err)
+		return internalError()
+	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
+	a.logger.ErrorContext(ctx, "engine: flow failed", "flow", flowID, "err", err)
+	return internalError()
+}
+
+func declared(def *FlowDef, code string) (ErrorSpec, bool) {
+	if def == nil {
+		return nil, false
+	}
+	return def.ErrorSpec(code)
+}
+
+func internalError() *Error {
+	return NewError(CodeInternal, map[string]any{"message": "internal error"})
+}
+
+func orEmpty(v any) any {
+	if v == nil {
+		return struct{}{}
+	}
+	return v
+}
+
+// recoverPanic answers a panic as InternalError and logs its stack; the process goes on.
+func (a *App) recoverPanic(w http.ResponseWriter, r *http.Request, def *FlowDef) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if v == http.ErrAbortHandler {
+		panic(v)
+	}
+	flowID := ""
+	if def != nil {
+		flowID = def.ID()
+	}
+	a.logger.ErrorContext(r.Context(), "engine: panic in flow", "flow", flowID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	a.writeError(w, r, def, NewError(CodeInternal, map[string]any{"message": "internal error"}))
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
+
+func putBuf(b *[]byte) {
+	if cap(*b) <= 64<<10 {
+		bufPool.Put(b)
+	}
+}
+
+// Invoke calls a bound flow in-process with a JSON input as principal p (nil for an
+// anonymous call): the same validation, gates and handler as over HTTP, without a
+// request. Agents call their tools through it. A failure is an *Error as a caller would
+// see it (internal detail is logged, not returned).
+func (a *App) Invoke(ctx context.Context, id string, p *Principal, input json.RawMessage) (json.RawMessage, error) {
+	b, ok := a.bindings[id]
+	if !ok {
+		return nil, NotFound("no flow %s", id)
+	}
+	out, err := a.invoke(ctx, b, p, input)
+	if err != nil {
+		return nil, err
+	}
+	data, mErr := json.Marshal(out)
+	if mErr != nil {
+		return nil, a.publicError(ctx, b.def, fmt.Errorf("encoding output of %s: %w", id, mErr))
+	}
+	return data, nil
+}
+
+func (a *App) invoke(ctx context.Context, b *binding, p *Principal, input json.RawMessage) (out any, err error) {
+	fx := a.newFx(ctx, b.def, nil)
+	fx.principal = p
+	defer func() {
+		if v := recover(); v != nil {
+			a.logger.ErrorContext(ctx, "engine: panic in flow", "flow", b.def.ID(), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			out, err = nil, internalError()
+		}
+	}()
+	in, err := b.decode(input)
+	if err != nil {
+		return nil, a.publicError(ctx, b.def, err)
+	}
+	out, err = b.call(fx, in)
+	if err != nil {
+		if e := a.publicError(ctx, b.def, err); e != nil {
+			return nil, e
+		}
+		return nil, err
+	}
+	return out, nil
+}
