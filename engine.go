@@ -24,13 +24,12 @@ type App struct {
 	startHooks  []func(context.Context, *App) error
 	closeHooks  []func(context.Context, *App) error
 	durableRun  DurableRunner
-	handlerOnce sync.Once
-	handler     http.Handler
 	descriptor  []byte
 	descOnce    sync.Once
 	lifecycleMu sync.Mutex
 	started     bool
 	extraRoutes []extraRoute
+	values      map[any]any
 }
 
 // Option configures an [App]. Options are validated by [New].
@@ -104,6 +103,25 @@ func WithAuthenticator(auth Authenticator) Option {
 		return nil
 	})
 }
+
+// WithValue stores an app-level value for extension packages (a vault, an AI
+// registry), read back with [App.Value]. Keys should be unexported types of the storing
+// package, as with context values.
+func WithValue(key, value any) Option {
+	return optionFunc(func(a *App) error {
+		if a.values == nil {
+			a.values = map[any]any{}
+		}
+		if _, dup := a.values[key]; dup {
+			return fmt.Errorf("engine: WithValue: %T is already set", key)
+		}
+		a.values[key] = value
+		return nil
+	})
+}
+
+// Value returns an app-level value stored with [WithValue], or nil.
+func (a *App) Value(key any) any { return a.values[key] }
 
 // OnStart registers work run by [App.Start] in order, such as schema migrations.
 func OnStart(fn func(ctx context.Context, app *App) error) Option {
