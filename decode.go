@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -107,16 +108,18 @@ func scalarOf(s *jsonschema.Schema, raw string) (any, error) {
 	case s == nil:
 		return raw, nil
 	case hasType(s, "integer"):
-		if _, err := strconv.ParseInt(raw, 10, 64); err != nil {
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil {
 			return nil, fmt.Errorf("expected an integer, got %q", raw)
 		}
-		return json.Number(raw), nil
+		return json.Number(strconv.FormatInt(n, 10)), nil
 	case hasType(s, "number"):
 		f, err := strconv.ParseFloat(raw, 64)
-		if err != nil || raw == "" || strings.ContainsAny(raw, "xXpP_") || isNonFinite(f) {
+		if err != nil || strings.ContainsAny(raw, "xXpP_") || isNonFinite(f) {
 			return nil, fmt.Errorf("expected a number, got %q", raw)
 		}
-		return json.Number(raw), nil
+		// Re-format: ParseFloat accepts spellings ("00", "+1", ".5") that are not JSON.
+		return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), nil
 	case hasType(s, "boolean"):
 		switch raw {
 		case "true", "1":
@@ -135,9 +138,7 @@ func scalarOf(s *jsonschema.Schema, raw string) (any, error) {
 	return raw, nil
 }
 
-func isNonFinite(f float64) bool {
-	return f != f || f > 1.7976931348623157e308 || f < -1.7976931348623157e308
-}
+func isNonFinite(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) }
 
 func hasType(s *jsonschema.Schema, t string) bool {
 	if s.Type == t {
