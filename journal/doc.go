@@ -1,0 +1,62 @@
+// Package journal makes flows durable: it records what a handler did so a later execution
+// — after an approval, a timeout, or a crash of the instance that ran it — continues where
+// the first one stopped without repeating side effects. It also stores the agent event
+// log that followers read.
+//
+// # The story of a durable run
+//
+// When a request for a durable flow arrives, the application calls [Journal.Begin], which
+// stores the run (flow, input, principal, tenant) with this instance's lease before the
+// handler starts. The handler then goes through [Run.Step] for every side effect:
+//
+//	run, err := j.Begin(ctx, journal.NewRun{Flow: "refund", Input: in, Principal: who, Tenant: t})
+//	out, err := run.Step(ctx, "model-1", func(ctx context.Context) (json.RawMessage, error) {
+//		return callModel(ctx) // runs once; replays return the recorded result
+//	})
+//
+// Steps are counted per execution. A replay that asks for another step name at a
+// recorded position fails with [ErrNonDeterministic]. Ordinary step errors are recorded
+// (replayed as [*StepError]); cancellation and lease loss are not.
+//
+// A tool that needs approval parks the run. Several parks may be open at once; the run
+// becomes runnable when all are decided:
+//
+//	d, err := run.Park(ctx, toolCallID, time.Time{}, payload) // zero deadline: 24 h
+//	if d == nil {
+//		return run.Suspend(ctx) // status parked, lease released; the handler returns
+//	}
+//
+// A decision arrives through [Journal.Decide] (HTTP approval routes call it). It is stored
+// exactly once ([ErrConflict] for a second one; [*LeaseBusyError] with RetryAfter while
+// another instance holds the run). When it makes the run runnable, this instance claims
+// the lease and calls the resumer registered with [Journal.SetResumer], which executes the
+// handler again: recorded steps replay, [Run.Park] now returns the decision, and the run
+// ends with [Run.Complete] or [Run.Fail].
+//
+// # Leases and recovery
+//
+// Every write is fenced by the run's lease (owner plus an epoch incremented on each
+// claim): a writer whose lease expired and was claimed elsewhere gets [ErrLeaseLost], so
+// two instances never both advance a run. [Journal.Start] runs the background work until
+// [Journal.Close]: lease renewal (every LeaseTTL/3), the recovery loop (timeouts are
+// stored as decisions so they survive restarts; runs whose owner died are taken over) and,
+// on the one instance holding the scheduler lease, retention. Tests drive the same work
+// with [Journal.RenewOnce], [Journal.RecoverOnce] and [Journal.CleanupOnce] and a fake
+// clock in [Options.Now]. [New] starts nothing.
+//
+// # The event log
+//
+// An agent stream is recorded under its own id ([Journal.CreateStream]). A [LogWriter]
+// turns live AG-UI events into rows: structural events one row each (Write returns the
+// seq for the SSE id: field), text and tool-argument deltas coalesced (about every 100 ms
+// or 1 KiB), commits batched to at most ten a second, a cap of 5,000 rows marked by one
+// engine.events.truncated CUSTOM row. Followers read with [Journal.ReadEvents] and wait
+// with [Journal.Subscribe]. Rows of streams finished 24 h ago are deleted; streams left
+// unfinished for 7 days are closed with RUN_ERROR.
+//
+// # Drivers
+//
+// Storage is a [Driver]: journal/drivers/memory (tests), journal/drivers/sqlite (one
+// process, WAL) and journal/drivers/postgres (several instances, LISTEN/NOTIFY). All pass
+// the conformance suite in journal/journaltest; callers ask [Capability] bits, never names.
+package journal

@@ -1,0 +1,218 @@
+package journal
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Capability is a bitmask of what a [Driver] can do. Callers (and the conformance suite)
+// ask about capabilities instead of switching on driver names.
+type Capability uint32
+
+const (
+	// CapMultiProcess means several processes may share the driver's storage: leases and
+	// fencing hold across processes, not only across goroutines.
+	CapMultiProcess Capability = 1 << iota
+	// CapCrossProcessWakeups means [Driver.Subscribe] is woken by appends made in other
+	// processes (Postgres LISTEN/NOTIFY), not only by appends made through this driver.
+	CapCrossProcessWakeups
+	// CapDurable means data survives a restart of the process.
+	CapDurable
+)
+
+// Has reports whether all bits of want are set.
+func (c Capability) Has(want Capability) bool { return c&want == want }
+
+// Status is the state of a durable run.
+type Status string
+
+// Run statuses. Running and parked runs can be claimed; completed and failed are final.
+const (
+	StatusRunning   Status = "running"
+	StatusParked    Status = "parked"
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"
+)
+
+// Final reports whether no further transition is possible.
+func (s Status) Final() bool { return s == StatusCompleted || s == StatusFailed }
+
+// DecisionKind is the outcome stored for a park.
+type DecisionKind string
+
+// Decision kinds. Timeout is stored by the recovery loop when a park's deadline passed.
+const (
+	DecisionApprove DecisionKind = "approve"
+	DecisionDeny    DecisionKind = "deny"
+	DecisionTimeout DecisionKind = "timeout"
+)
+
+// Decision is the single stored outcome of a park.
+type Decision struct {
+	Kind      DecisionKind    `json:"kind"`
+	Payload   json.RawMessage `json:"payload,omitempty"`
+	DecidedAt time.Time       `json:"decidedAt"`
+}
+
+// Fence identifies the lease a write is made under. A fenced write succeeds only while the
+// run's lease owner and epoch are still these; otherwise the driver returns [ErrLeaseLost].
+type Fence struct {
+	RunID string
+	Owner string
+	Epoch int64
+}
+
+// RunRecord is the stored form of a durable run.
+type RunRecord struct {
+	ID           string
+	Flow         string
+	Input        json.RawMessage
+	Principal    json.RawMessage
+	Tenant       string
+	Status       Status
+	Output       json.RawMessage
+	Error        string
+	LeaseOwner   string // empty when released
+	LeaseExpires time.Time
+	Epoch        int64 // fencing token, incremented on every claim
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// StepRecord is one recorded step of a run, keyed by (RunID, Position).
+type StepRecord struct {
+	RunID     string
+	Position  int
+	Name      string
+	Result    json.RawMessage
+	Error     string // non-empty when the step's first execution failed
+	CreatedAt time.Time
+}
+
+// ParkRecord is a run waiting for a decision under Key.
+type ParkRecord struct {
+	RunID     string
+	Key       string
+	Deadline  time.Time
+	Payload   json.RawMessage
+	Decision  *Decision // nil while pending
+	CreatedAt time.Time
+}
+
+// RunUpdate is the terminal or parking write of a run; it always releases the lease.
+type RunUpdate struct {
+	Status Status
+	Output json.RawMessage
+	Error  string
+}
+
+// DecideResult tells the journal what a stored decision did to its run.
+type DecideResult struct {
+	// Runnable is true when the run is parked and none of its parks is still pending.
+	Runnable bool
+}
+
+// Stream is the record of one agent event stream (the follow log). ID is the agent
+// run/stream id; RunID is the durable run that owns it, empty for non-durable flows.
+type Stream struct {
+	ID          string
+	RunID       string
+	Flow        string
+	PrincipalID string
+	Tenant      string
+	CreatedAt   time.Time
+	FinishedAt  *time.Time
+}
+
+// EventRow is one stored event of a stream.
+type EventRow struct {
+	Seq   int64           `json:"seq"`
+	Event json.RawMessage `json:"event"`
+}
+
+// Driver is the storage a [Journal] runs on. It is deliberately narrow: every method is a
+// single atomic operation whose decision (claim, fence, conflict) is taken inside the
+// storage, so several journals sharing one database stay correct. Times are passed in by
+// the journal (from [Options.Now]) so tests control the clock.
+//
+// The drivers in journal/drivers (memory, sqlite, postgres) are the supported ones.
+// Outsiders may implement Driver, but must pass [journaltest.Run] and expect the interface
+// to grow in minor releases; embed an existing driver to stay source compatible.
+type Driver interface {
+	// Capabilities declares what the driver supports.
+	Capabilities() Capability
+	// Migrate creates or upgrades the schema. Idempotent; safe to call on every start.
+	Migrate(ctx context.Context) error
+
+	// InsertRun stores a new run with the lease fields already set. ErrConflict if the id exists.
+	InsertRun(ctx context.Context, rec RunRecord) error
+	// GetRun loads a run. ErrNotFound if missing.
+	GetRun(ctx context.Context, id string) (RunRecord, error)
+	// ClaimRun atomically takes the lease of a running or parked run when it is released,
+	// expired at now, or already held by owner: sets owner and expires, increments Epoch,
+	// sets status running and returns the updated record. ErrNotFound if missing,
+	// ErrRunFinished if final, *LeaseBusyError (RetryAfter = remaining time) otherwise.
+	ClaimRun(ctx context.Context, id, owner string, now, expires time.Time) (RunRecord, error)
+	// RenewLease extends a held lease. ErrLeaseLost when the fence no longer matches.
+	RenewLease(ctx context.Context, f Fence, expires time.Time) error
+	// ReleaseRun clears the lease owner without changing the status, so any instance may
+	// claim the run at once. ErrLeaseLost when the fence no longer matches.
+	ReleaseRun(ctx context.Context, f Fence) error
+	// UpdateRun sets the status (parked, completed or failed), output and error, and
+	// releases the lease, fenced. ErrLeaseLost when the fence no longer matches.
+	UpdateRun(ctx context.Context, f Fence, u RunUpdate, now time.Time) error
+
+	// LoadSteps returns the recorded steps of a run ordered by position.
+	LoadSteps(ctx context.Context, runID string) ([]StepRecord, error)
+	// InsertStep records a step, fenced. ErrStepExists if the position is taken,
+	// ErrLeaseLost when the fence no longer matches.
+	InsertStep(ctx context.Context, f Fence, s StepRecord) error
+
+	// InsertPark records a park, fenced and idempotent: when (run, key) exists the stored
+	// park (with its decision, if any) is returned unchanged.
+	InsertPark(ctx context.Context, f Fence, p ParkRecord) (ParkRecord, error)
+	// ListParks returns every park of a run ordered by key.
+	ListParks(ctx context.Context, runID string) ([]ParkRecord, error)
+	// Decide atomically stores the one decision of a park. In order: ErrNotFound for an
+	// unknown run or park; ErrConflict when a decision is already stored; *LeaseBusyError
+	// when another owner than owner holds an unexpired lease at now (nothing stored).
+	Decide(ctx context.Context, runID, key, owner string, d Decision, now time.Time) (DecideResult, error)
+	// ExpiredParks lists pending parks whose deadline is at or before now.
+	ExpiredParks(ctx context.Context, now time.Time, limit int) ([]ParkRecord, error)
+	// RecoverableRuns lists ids of runs that need an owner: parked with no pending park,
+	// or running with a released or expired lease.
+	RecoverableRuns(ctx context.Context, now time.Time, limit int) ([]string, error)
+
+	// ClaimLease takes or renews the named lease (e.g. the scheduler lease) when it is
+	// free, expired at now, or held by owner. Reports whether owner holds it afterwards.
+	ClaimLease(ctx context.Context, name, owner string, now, expires time.Time) (bool, error)
+	// ReleaseLease frees the named lease if owner holds it.
+	ReleaseLease(ctx context.Context, name, owner string) error
+
+	// CreateStream stores a stream record. ErrConflict if the id exists.
+	CreateStream(ctx context.Context, s Stream) error
+	// GetStream loads a stream. ErrNotFound if missing.
+	GetStream(ctx context.Context, id string) (Stream, error)
+	// FinishStream sets FinishedAt (first call wins). ErrNotFound if missing.
+	FinishStream(ctx context.Context, id string, now time.Time) error
+	// AppendEvents stores rows atomically (all or none). Seqs must continue the stream
+	// gap-free: ErrSeqExists when a seq is already stored, ErrSeqGap when one is skipped.
+	// When the stream belongs to a durable run, f must carry that run's current lease
+	// (ErrLeaseLost otherwise). Subscribers are woken after the commit.
+	AppendEvents(ctx context.Context, streamID string, f *Fence, rows []EventRow) error
+	// ReadEvents returns up to limit rows with seq > after, ordered by seq.
+	ReadEvents(ctx context.Context, streamID string, after int64, limit int) ([]EventRow, error)
+	// LastSeq returns the highest stored seq, 0 when none.
+	LastSeq(ctx context.Context, streamID string) (int64, error)
+	// Subscribe returns a channel that receives (coalesced) wake-ups after rows of the
+	// stream are committed, and a function that ends the subscription.
+	Subscribe(streamID string) (<-chan struct{}, func())
+	// DeleteFinishedStreams deletes streams (and their rows) finished before before.
+	DeleteFinishedStreams(ctx context.Context, before time.Time, limit int) (int, error)
+	// StaleStreams lists unfinished streams created before before.
+	StaleStreams(ctx context.Context, before time.Time, limit int) ([]Stream, error)
+	// CloseStream atomically appends event at the next seq (unfenced: used by retention),
+	// marks the stream finished at now and deletes its earlier rows.
+	CloseStream(ctx context.Context, id string, event json.RawMessage, now time.Time) error
+}

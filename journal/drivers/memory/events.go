@@ -1,0 +1,185 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/bbc28f59/engine/journal"
+)
+
+// CreateStream implements journal.Driver.
+func (d *Driver) CreateStream(_ context.Context, s journal.Stream) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.streams[s.ID]; ok {
+		return journal.ErrConflict
+	}
+	d.streams[s.ID] = &s
+	return nil
+}
+
+// GetStream implements journal.Driver.
+func (d *Driver) GetStream(_ context.Context, id string) (journal.Stream, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s, ok := d.streams[id]
+	if !ok {
+		return journal.Stream{}, journal.ErrNotFound
+	}
+	c := *s
+	if s.FinishedAt != nil {
+		t := *s.FinishedAt
+		c.FinishedAt = &t
+	}
+	return c, nil
+}
+
+// FinishStream implements journal.Driver.
+func (d *Driver) FinishStream(_ context.Context, id string, now time.Time) error {
+	d.mu.Lock()
+	s, ok := d.streams[id]
+	if ok && s.FinishedAt == nil {
+		s.FinishedAt = &now
+	}
+	d.mu.Unlock()
+	if !ok {
+		return journal.ErrNotFound
+	}
+	d.hub.Notify(id)
+	return nil
+}
+
+// AppendEvents implements journal.Driver.
+func (d *Driver) AppendEvents(_ context.Context, streamID string, f *journal.Fence, rows []journal.EventRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	d.mu.Lock()
+	s, ok := d.streams[streamID]
+	if !ok {
+		d.mu.Unlock()
+		return journal.ErrNotFound
+	}
+	if s.RunID != "" {
+		if f == nil || f.RunID != s.RunID {
+			d.mu.Unlock()
+			return journal.ErrLeaseLost
+		}
+		if _, err := d.fenced(*f); err != nil {
+			d.mu.Unlock()
+			return err
+		}
+	}
+	evs := d.events[streamID]
+	last := int64(0)
+	if len(evs) > 0 {
+		last = evs[len(evs)-1].Seq
+	}
+	for i, r := range rows {
+		want := last + int64(i) + 1
+		if r.Seq < want {
+			d.mu.Unlock()
+			return journal.ErrSeqExists
+		}
+		if r.Seq > want {
+			d.mu.Unlock()
+			return journal.ErrSeqGap
+		}
+	}
+	for _, r := range rows {
+		evs = append(evs, journal.EventRow{Seq: r.Seq, Event: clone(r.Event)})
+	}
+	d.events[streamID] = evs
+	d.mu.Unlock()
+	d.hub.Notify(streamID)
+	return nil
+}
+
+// ReadEvents implements journal.Driver.
+func (d *Driver) ReadEvents(_ context.Context, streamID string, after int64, limit int) ([]journal.EventRow, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	evs := d.events[streamID]
+	i := sort.Search(len(evs), func(i int) bool { return evs[i].Seq > after })
+	var out []journal.EventRow
+	for ; i < len(evs) && len(out) < limit; i++ {
+		out = append(out, journal.EventRow{Seq: evs[i].Seq, Event: clone(evs[i].Event)})
+	}
+	return out, nil
+}
+
+// LastSeq implements journal.Driver.
+func (d *Driver) LastSeq(_ context.Context, streamID string) (int64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	evs := d.events[streamID]
+	if len(evs) == 0 {
+		return 0, nil
+	}
+	return evs[len(evs)-1].Seq, nil
+}
+
+// Subscribe implements journal.Driver.
+func (d *Driver) Subscribe(streamID string) (<-chan struct{}, func()) {
+	return d.hub.Subscribe(streamID)
+}
+
+// DeleteFinishedStreams implements journal.Driver.
+func (d *Driver) DeleteFinishedStreams(_ context.Context, before time.Time, limit int) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for id, s := range d.streams {
+		if n >= limit {
+			break
+		}
+		if s.FinishedAt != nil && s.FinishedAt.Before(before) {
+			delete(d.streams, id)
+			delete(d.events, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// StaleStreams implements journal.Driver.
+func (d *Driver) StaleStreams(_ context.Context, before time.Time, limit int) ([]journal.Stream, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []journal.Stream
+	for _, s := range d.streams {
+		if s.FinishedAt == nil && s.CreatedAt.Before(before) {
+			out = append(out, *s)
+		}
+	}
+	slices.SortFunc(out, func(a, b journal.Stream) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// CloseStream implements journal.Driver.
+func (d *Driver) CloseStream(_ context.Context, id string, event json.RawMessage, now time.Time) error {
+	d.mu.Lock()
+	s, ok := d.streams[id]
+	if !ok {
+		d.mu.Unlock()
+		return journal.ErrNotFound
+	}
+	evs := d.events[id]
+	seq := int64(1)
+	if len(evs) > 0 {
+		seq = evs[len(evs)-1].Seq + 1
+	}
+	d.events[id] = []journal.EventRow{{Seq: seq, Event: clone(event)}}
+	if s.FinishedAt == nil {
+		s.FinishedAt = &now
+	}
+	d.mu.Unlock()
+	d.hub.Notify(id)
+	return nil
+}

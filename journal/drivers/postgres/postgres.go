@@ -1,0 +1,190 @@
+// Package postgres is the production [journal.Driver]: several application instances
+// share one PostgreSQL database through a *bun.DB (pgdialect) the application owns.
+// Leases and fencing hold across processes (row locks and conditional updates), and
+// followers are woken across processes with LISTEN/NOTIFY: NOTIFY is sent after the write
+// transaction commits, and LISTEN runs on a dedicated connection (Options.Listener) that
+// reconnects on failure, with a slow poll as a backstop for missed notifications.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/uptrace/bun"
+
+	"github.com/bbc28f59/engine/journal"
+	"github.com/bbc28f59/engine/journal/internal/sqlstore"
+)
+
+// Options configure the driver.
+type Options struct {
+	// TablePrefix prefixes every table name and the NOTIFY channel. Default "engine_".
+	TablePrefix string
+	// Listener opens the dedicated LISTEN connection. When nil, ListenDSN is dialled.
+	Listener func(ctx context.Context) (*pgx.Conn, error)
+	// ListenDSN is used when Listener is nil. Without either, wake-ups are in-process
+	// only (plus the backstop poll) and CapCrossProcessWakeups is not declared.
+	ListenDSN string
+	// PollInterval is the backstop: subscribers are woken this often even without a
+	// notification. Default 5s.
+	PollInterval time.Duration
+}
+
+// Driver is the PostgreSQL journal driver.
+type Driver struct {
+	*sqlstore.Store
+	db      *bun.DB
+	opts    Options
+	channel string
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+var _ journal.Driver = (*Driver)(nil)
+
+// New wraps db. The schema is created by Migrate (journal.New calls it). The listener
+// runs only while someone is subscribed; [Driver.Close] stops it.
+func New(db *bun.DB, opts Options) (*Driver, error) {
+	if opts.TablePrefix == "" {
+		opts.TablePrefix = "engine_"
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 5 * time.Second
+	}
+	if opts.Listener == nil && opts.ListenDSN != "" {
+		dsn := opts.ListenDSN
+		opts.Listener = func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, dsn) }
+	}
+	caps := journal.CapDurable | journal.CapMultiProcess
+	if opts.Listener != nil {
+		caps |= journal.CapCrossProcessWakeups
+	}
+	d := &Driver{db: db, opts: opts, channel: opts.TablePrefix + "events"}
+	st, err := sqlstore.New(db, opts.TablePrefix, sqlstore.Dialect{
+		LockShare: " FOR SHARE", LockUpdate: " FOR UPDATE", Dollar: true, Caps: caps, AfterCommit: d.notify,
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.Store = st
+	st.Hub().OnChange = d.reconcile
+	return d, nil
+}
+
+// notify sends NOTIFY after a commit; a failure only delays followers until the poll.
+func (d *Driver) notify(ctx context.Context, streamID string) {
+	if d.opts.Listener == nil {
+		return
+	}
+	_, _ = d.db.DB.ExecContext(ctx, `SELECT pg_notify($1, $2)`, d.channel, streamID)
+}
+
+// reconcile runs the listener while anyone is subscribed and stops it otherwise.
+func (d *Driver) reconcile() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	active := d.Hub().Active()
+	if active && d.cancel == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		prev, done := d.done, make(chan struct{})
+		d.cancel, d.done = cancel, done
+		go func() {
+			if prev != nil {
+				<-prev // one listener at a time; Close waits on the newest only
+			}
+			d.listen(ctx, done)
+		}()
+		return
+	}
+	if !active && d.cancel != nil {
+		d.cancel()
+		d.cancel = nil // the goroutine exits on its own; Close waits for it
+	}
+}
+
+// Close stops the listener (if running) and waits for it. It does not close the *bun.DB.
+func (d *Driver) Close() error {
+	d.mu.Lock()
+	cancel, done := d.cancel, d.done
+	d.cancel = nil
+	d.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	if done != nil {
+		<-done
+	}
+	return nil
+}
+
+// listen keeps a LISTEN connection open until ctx ends, waking subscribers on each
+// notification, after every (re)connect, and every PollInterval as a backstop.
+func (d *Driver) listen(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	hub := d.Hub()
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		var conn *pgx.Conn
+		var err error
+		if d.opts.Listener != nil {
+			conn, err = d.opts.Listener(ctx)
+			if err == nil {
+				_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{d.channel}.Sanitize())
+				if err != nil {
+					_ = conn.Close(context.Background())
+				}
+			}
+		} else {
+			err = errors.New("no listener configured")
+		}
+		if err != nil {
+			hub.NotifyAll()
+			if !sleep(ctx, min(backoff, d.opts.PollInterval)) {
+				return
+			}
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		hub.NotifyAll() // rows committed while we were not listening
+		d.receive(ctx, conn)
+		_ = conn.Close(context.Background())
+	}
+}
+
+// receive waits for notifications until the connection breaks or ctx ends.
+func (d *Driver) receive(ctx context.Context, conn *pgx.Conn) {
+	hub := d.Hub()
+	for ctx.Err() == nil {
+		wctx, cancel := context.WithTimeout(ctx, d.opts.PollInterval)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			hub.Notify(n.Payload)
+		case ctx.Err() != nil:
+			return
+		case conn.IsClosed():
+			return
+		default:
+			hub.NotifyAll() // backstop poll
+		}
+	}
+}
+
+// sleep waits d or until ctx ends; false when ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,92 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"github.com/bbc28f59/engine/journal"
+	"github.com/bbc28f59/engine/journal/drivers/postgres"
+	"github.com/bbc28f59/engine/journal/journaltest"
+)
+
+// dsn returns the test database or skips, saying why.
+func dsn(tb testing.TB) string {
+	tb.Helper()
+	v := os.Getenv("ENGINE_TEST_POSTGRES_DSN")
+	if v == "" {
+		tb.Skip("ENGINE_TEST_POSTGRES_DSN is not set; skipping Postgres tests (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+	}
+	return v
+}
+
+// openDB opens a pgx pool as a *bun.DB, closed at cleanup.
+func openDB(tb testing.TB) *bun.DB {
+	tb.Helper()
+	pool, err := pgxpool.New(context.Background(), dsn(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	db := bun.NewDB(stdlib.OpenDBFromPool(pool), pgdialect.New())
+	tb.Cleanup(func() { _ = db.Close(); pool.Close() })
+	return db
+}
+
+// uniquePrefix isolates one test's tables.
+func uniquePrefix() string {
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	return "jt_" + hex.EncodeToString(b) + "_"
+}
+
+// newDriver returns a migrated driver on its own tables (dropped at cleanup) with a
+// LISTEN connector on the test database.
+func newDriver(tb testing.TB, db *bun.DB, prefix string) *postgres.Driver {
+	tb.Helper()
+	url := dsn(tb)
+	d, err := postgres.New(db, postgres.Options{TablePrefix: prefix,
+		Listener: func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, url) }})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := d.Migrate(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		_ = d.Close()
+		for _, tbl := range d.Tables() {
+			_, _ = db.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+tbl)
+		}
+	})
+	return d
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	journaltest.Run(t, func(t *testing.T) journal.Driver { return newDriver(t, db, uniquePrefix()) })
+}
+
+func TestCapabilities(t *testing.T) {
+	t.Parallel()
+	d := newDriver(t, openDB(t), uniquePrefix())
+	want := journal.CapDurable | journal.CapMultiProcess | journal.CapCrossProcessWakeups
+	if d.Capabilities() != want {
+		t.Fatalf("capabilities = %b, want %b", d.Capabilities(), want)
+	}
+	noListen, err := postgres.New(openDB(t), postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if noListen.Capabilities().Has(journal.CapCrossProcessWakeups) {
+		t.Fatal("a driver without a listener claims cross-process wake-ups")
+	}
+}

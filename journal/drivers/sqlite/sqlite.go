@@ -1,0 +1,43 @@
+// Package sqlite is the [journal.Driver] for development and single-process deployments,
+// on a *bun.DB (sqlitedialect) the application owns. It imports no SQLite implementation:
+// open the database yourself, in WAL mode with immediate transactions so lease claims
+// never fail with SQLITE_BUSY, e.g. with the pure-Go modernc.org/sqlite:
+//
+//	sqldb, _ := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)"+
+//		"&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+//	drv, _ := sqlite.New(bun.NewDB(sqldb, sqlitedialect.New()), sqlite.Options{})
+//
+// Wake-ups are in-process: followers in this process are woken after every commit.
+package sqlite
+
+import (
+	"github.com/uptrace/bun"
+
+	"github.com/bbc28f59/engine/journal"
+	"github.com/bbc28f59/engine/journal/internal/sqlstore"
+)
+
+// Options configure the driver.
+type Options struct {
+	// TablePrefix prefixes every table name. Default "engine_"; [a-z_][a-z0-9_]*.
+	TablePrefix string
+}
+
+// Driver is the SQLite journal driver.
+type Driver struct {
+	*sqlstore.Store
+}
+
+var _ journal.Driver = (*Driver)(nil)
+
+// New wraps db. The schema is created by Migrate (journal.New calls it).
+func New(db *bun.DB, opts Options) (*Driver, error) {
+	if opts.TablePrefix == "" {
+		opts.TablePrefix = "engine_"
+	}
+	st, err := sqlstore.New(db, opts.TablePrefix, sqlstore.Dialect{Caps: journal.CapDurable})
+	if err != nil {
+		return nil, err
+	}
+	return &Driver{Store: st}, nil
+}

@@ -1,0 +1,260 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/bbc28f59/engine/journal"
+)
+
+// appendChunk bounds the rows of one INSERT statement.
+const appendChunk = 200
+
+// notify wakes in-process subscribers and runs the dialect's after-commit hook.
+func (s *Store) notify(ctx context.Context, streamID string) {
+	s.hub.Notify(streamID)
+	if s.dia.AfterCommit != nil {
+		s.dia.AfterCommit(context.WithoutCancel(ctx), streamID)
+	}
+}
+
+// CreateStream implements journal.Driver.
+func (s *Store) CreateStream(ctx context.Context, st journal.Stream) error {
+	res, err := s.exec(ctx, `INSERT INTO `+s.streams+` (id, run_id, flow, principal_id, tenant, created_at) VALUES (?,?,?,?,?,?)
+		ON CONFLICT (id) DO NOTHING`, st.ID, st.RunID, st.Flow, st.PrincipalID, st.Tenant, ns(st.CreatedAt))
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return journal.ErrConflict
+	}
+	return nil
+}
+
+const streamCols = `id, run_id, flow, principal_id, tenant, created_at, finished_at`
+
+func scanStream(sc scanner) (journal.Stream, error) {
+	var st journal.Stream
+	var ca int64
+	var fa sql.NullInt64
+	if err := sc.Scan(&st.ID, &st.RunID, &st.Flow, &st.PrincipalID, &st.Tenant, &ca, &fa); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return st, journal.ErrNotFound
+		}
+		return st, err
+	}
+	st.CreatedAt = tm(ca)
+	if fa.Valid {
+		t := tm(fa.Int64)
+		st.FinishedAt = &t
+	}
+	return st, nil
+}
+
+// GetStream implements journal.Driver.
+func (s *Store) GetStream(ctx context.Context, id string) (journal.Stream, error) {
+	return scanStream(s.queryRow(ctx, `SELECT `+streamCols+` FROM `+s.streams+` WHERE id = ?`, id))
+}
+
+// FinishStream implements journal.Driver.
+func (s *Store) FinishStream(ctx context.Context, id string, now time.Time) error {
+	res, err := s.exec(ctx, `UPDATE `+s.streams+` SET finished_at = ? WHERE id = ? AND finished_at IS NULL`, ns(now), id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		if _, err := s.GetStream(ctx, id); err != nil {
+			return err
+		}
+		return nil
+	}
+	s.notify(ctx, id)
+	return nil
+}
+
+// AppendEvents implements journal.Driver. The stream's last seq is read inside the
+// transaction; on Postgres a concurrent appender of the same seq is caught by the primary
+// key (ON CONFLICT DO NOTHING inserts fewer rows) and reported as ErrSeqExists.
+func (s *Store) AppendEvents(ctx context.Context, streamID string, f *journal.Fence, rows []journal.EventRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	err := s.tx(ctx, func(ctx context.Context, tx *txq) error {
+		var runID string
+		err := tx.QueryRowContext(ctx, `SELECT run_id FROM `+s.streams+` WHERE id = ?`, streamID).Scan(&runID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return journal.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if runID != "" {
+			if f == nil || f.RunID != runID {
+				return journal.ErrLeaseLost
+			}
+			if err := s.checkFence(ctx, tx, *f); err != nil {
+				return err
+			}
+		}
+		var last int64
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM `+s.events+` WHERE stream_id = ?`, streamID).Scan(&last); err != nil {
+			return err
+		}
+		for i, r := range rows {
+			want := last + int64(i) + 1
+			if r.Seq < want {
+				return journal.ErrSeqExists
+			}
+			if r.Seq > want {
+				return journal.ErrSeqGap
+			}
+		}
+		for start := 0; start < len(rows); start += appendChunk {
+			chunk := rows[start:min(start+appendChunk, len(rows))]
+			args := make([]any, 0, 3*len(chunk))
+			for _, r := range chunk {
+				args = append(args, streamID, r.Seq, string(r.Event))
+			}
+			res, err := tx.ExecContext(ctx, `INSERT INTO `+s.events+` (stream_id, seq, event) VALUES `+placeholders(len(chunk), 3)+
+				` ON CONFLICT (stream_id, seq) DO NOTHING`, args...)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n != int64(len(chunk)) {
+				return journal.ErrSeqExists
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.notify(ctx, streamID)
+	return nil
+}
+
+// ReadEvents implements journal.Driver.
+func (s *Store) ReadEvents(ctx context.Context, streamID string, after int64, limit int) ([]journal.EventRow, error) {
+	rows, err := s.query(ctx, `SELECT seq, event FROM `+s.events+` WHERE stream_id = ? AND seq > ? ORDER BY seq LIMIT ?`, streamID, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []journal.EventRow
+	for rows.Next() {
+		var r journal.EventRow
+		var ev string
+		if err := rows.Scan(&r.Seq, &ev); err != nil {
+			return nil, err
+		}
+		r.Event = json.RawMessage(ev)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// LastSeq implements journal.Driver.
+func (s *Store) LastSeq(ctx context.Context, streamID string) (int64, error) {
+	var last int64
+	err := s.queryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM `+s.events+` WHERE stream_id = ?`, streamID).Scan(&last)
+	return last, err
+}
+
+// Subscribe implements journal.Driver (in-process hub; Postgres feeds it from LISTEN).
+func (s *Store) Subscribe(streamID string) (<-chan struct{}, func()) {
+	return s.hub.Subscribe(streamID)
+}
+
+// DeleteFinishedStreams implements journal.Driver.
+func (s *Store) DeleteFinishedStreams(ctx context.Context, before time.Time, limit int) (int, error) {
+	var n int
+	err := s.tx(ctx, func(ctx context.Context, tx *txq) error {
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM `+s.streams+` WHERE finished_at IS NOT NULL AND finished_at < ? ORDER BY id LIMIT ?`, ns(before), limit)
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		in := "(" + strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",") + ")"
+		args := make([]any, len(ids))
+		for i, id := range ids {
+			args[i] = id
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+s.events+` WHERE stream_id IN `+in, args...); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+s.streams+` WHERE id IN `+in, args...); err != nil {
+			return err
+		}
+		n = len(ids)
+		return nil
+	})
+	return n, err
+}
+
+// StaleStreams implements journal.Driver.
+func (s *Store) StaleStreams(ctx context.Context, before time.Time, limit int) ([]journal.Stream, error) {
+	rows, err := s.query(ctx, `SELECT `+streamCols+` FROM `+s.streams+` WHERE finished_at IS NULL AND created_at < ? ORDER BY created_at LIMIT ?`, ns(before), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []journal.Stream
+	for rows.Next() {
+		st, err := scanStream(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, rows.Err()
+}
+
+// CloseStream implements journal.Driver.
+func (s *Store) CloseStream(ctx context.Context, id string, event json.RawMessage, now time.Time) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *txq) error {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM `+s.streams+` WHERE id = ?`+s.dia.LockUpdate, id).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return journal.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		var last int64
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM `+s.events+` WHERE stream_id = ?`, id).Scan(&last); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO `+s.events+` (stream_id, seq, event) VALUES (?,?,?)`, id, last+1, string(event)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+s.events+` WHERE stream_id = ? AND seq <= ?`, id, last); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE `+s.streams+` SET finished_at = ? WHERE id = ? AND finished_at IS NULL`, ns(now), id)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.notify(ctx, id)
+	return nil
+}

@@ -1,0 +1,96 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// The store sends its statements through the *sql.DB under the application's *bun.DB
+// with real bind parameters instead of bun's client-side interpolation: the statement
+// text stays the same from call to call, so drivers that cache prepared statements
+// (pgx) reuse them, and values never pass through string formatting.
+
+// execer is what fenced writes need from the store or a transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// rebinds caches ?-to-$n rewrites per statement text.
+var rebinds sync.Map
+
+// rebind rewrites ? placeholders to $1, $2... when the dialect needs it. The statements
+// contain no ? inside literals.
+func (s *Store) rebind(q string) string {
+	if !s.dia.Dollar {
+		return q
+	}
+	if v, ok := rebinds.Load(q); ok {
+		return v.(string)
+	}
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(q); i++ {
+		if q[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(q[i])
+	}
+	out := b.String()
+	rebinds.Store(q, out)
+	return out
+}
+
+func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return s.db.DB.ExecContext(ctx, s.rebind(q), args...)
+}
+
+// ExecContext lets the store itself serve as an [execer].
+func (s *Store) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return s.exec(ctx, q, args...)
+}
+
+func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return s.db.DB.QueryContext(ctx, s.rebind(q), args...)
+}
+
+func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	return s.db.DB.QueryRowContext(ctx, s.rebind(q), args...)
+}
+
+// txq is a transaction that rebinds like the store.
+type txq struct {
+	s  *Store
+	tx *sql.Tx
+}
+
+func (t *txq) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(ctx, t.s.rebind(q), args...)
+}
+
+func (t *txq) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return t.tx.QueryContext(ctx, t.s.rebind(q), args...)
+}
+
+func (t *txq) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return t.tx.QueryRowContext(ctx, t.s.rebind(q), args...)
+}
+
+// tx runs fn in a transaction, committing when it returns nil. On SQLite the DSN's
+// _txlock=immediate makes BEGIN take the write lock up front, so claims never fail busy.
+func (s *Store) tx(ctx context.Context, fn func(ctx context.Context, tx *txq) error) error {
+	tx, err := s.db.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(ctx, &txq{s: s, tx: tx}); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,433 @@
+// Package sqlstore is the bun-based implementation the sqlite and postgres drivers share.
+// The SQL is portable between the two (ON CONFLICT, RETURNING, BIGINT nanosecond times,
+// TEXT JSON); the differences (row locks, wake-ups, capabilities) come in through [Dialect].
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/bbc28f59/engine/journal"
+	"github.com/bbc28f59/engine/journal/internal/wake"
+)
+
+// Dialect carries what differs between databases.
+type Dialect struct {
+	// LockShare and LockUpdate are appended to SELECTs that must hold the run row for
+	// the rest of the transaction (" FOR SHARE", " FOR UPDATE" on Postgres). SQLite takes
+	// a database lock at BEGIN IMMEDIATE and leaves them empty.
+	LockShare, LockUpdate string
+	// Caps is what the driver declares.
+	Caps journal.Capability
+	// Dollar selects $1, $2 placeholders (Postgres) instead of ?.
+	Dollar bool
+	// AfterCommit is called with a stream id after rows were committed (Postgres NOTIFY).
+	AfterCommit func(ctx context.Context, streamID string)
+}
+
+// Store implements journal.Driver on a *bun.DB the application owns.
+type Store struct {
+	db  *bun.DB
+	dia Dialect
+	hub *wake.Hub
+
+	runs, steps, parks, leases, streams, events string
+}
+
+var prefixRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,40}$`)
+
+// New validates the table prefix and returns a store.
+func New(db *bun.DB, prefix string, dia Dialect) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("journal: nil *bun.DB")
+	}
+	if !prefixRE.MatchString(prefix) {
+		return nil, fmt.Errorf("journal: table prefix %q must match %s", prefix, prefixRE)
+	}
+	return &Store{db: db, dia: dia, hub: wake.New(),
+		runs: prefix + "runs", steps: prefix + "steps", parks: prefix + "parks", leases: prefix + "leases",
+		streams: prefix + "streams", events: prefix + "events"}, nil
+}
+
+// Tables returns the table names, for tests that drop them.
+func (s *Store) Tables() []string {
+	return []string{s.events, s.streams, s.steps, s.parks, s.leases, s.runs}
+}
+
+// DB returns the handle the store runs on.
+func (s *Store) DB() *bun.DB { return s.db }
+
+// Capabilities implements journal.Driver.
+func (s *Store) Capabilities() journal.Capability { return s.dia.Caps }
+
+// Migrate implements journal.Driver with idempotent CREATE ... IF NOT EXISTS statements.
+func (s *Store) Migrate(ctx context.Context) error {
+	stmts := []string{
+		`CREATE TABLE IF NOT EXISTS ` + s.runs + ` (id TEXT PRIMARY KEY, flow TEXT NOT NULL, input TEXT, principal TEXT,
+			tenant TEXT NOT NULL DEFAULT '', status TEXT NOT NULL, output TEXT, error TEXT NOT NULL DEFAULT '',
+			lease_owner TEXT NOT NULL DEFAULT '', lease_expires BIGINT NOT NULL DEFAULT 0, epoch BIGINT NOT NULL DEFAULT 0,
+			created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)`,
+		`CREATE INDEX IF NOT EXISTS ` + s.runs + `_status_idx ON ` + s.runs + ` (status, lease_expires)`,
+		`CREATE TABLE IF NOT EXISTS ` + s.steps + ` (run_id TEXT NOT NULL, position BIGINT NOT NULL, name TEXT NOT NULL,
+			result TEXT, error TEXT NOT NULL DEFAULT '', created_at BIGINT NOT NULL, PRIMARY KEY (run_id, position))`,
+		`CREATE TABLE IF NOT EXISTS ` + s.parks + ` (run_id TEXT NOT NULL, park_key TEXT NOT NULL, deadline BIGINT NOT NULL,
+			payload TEXT, decision_kind TEXT NOT NULL DEFAULT '', decision_payload TEXT, decided_at BIGINT NOT NULL DEFAULT 0,
+			created_at BIGINT NOT NULL, PRIMARY KEY (run_id, park_key))`,
+		`CREATE INDEX IF NOT EXISTS ` + s.parks + `_pending_idx ON ` + s.parks + ` (decision_kind, deadline)`,
+		`CREATE TABLE IF NOT EXISTS ` + s.leases + ` (name TEXT PRIMARY KEY, owner TEXT NOT NULL, expires BIGINT NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS ` + s.streams + ` (id TEXT PRIMARY KEY, run_id TEXT NOT NULL DEFAULT '', flow TEXT NOT NULL DEFAULT '',
+			principal_id TEXT NOT NULL DEFAULT '', tenant TEXT NOT NULL DEFAULT '', created_at BIGINT NOT NULL, finished_at BIGINT)`,
+		`CREATE INDEX IF NOT EXISTS ` + s.streams + `_finished_idx ON ` + s.streams + ` (finished_at, created_at)`,
+		`CREATE TABLE IF NOT EXISTS ` + s.events + ` (stream_id TEXT NOT NULL, seq BIGINT NOT NULL, event TEXT NOT NULL,
+			PRIMARY KEY (stream_id, seq))`,
+	}
+	for _, q := range stmts {
+		if _, err := s.exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ns converts a time to stored nanoseconds; the zero time is 0.
+func ns(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// tm converts stored nanoseconds back; 0 is the zero time.
+func tm(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// js passes JSON as a string (bun would format []byte as a binary literal); nil is NULL.
+func js(b json.RawMessage) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}
+
+// raw turns a scanned nullable text into JSON; NULL is nil.
+func raw(ns sql.NullString) json.RawMessage {
+	if !ns.Valid {
+		return nil
+	}
+	return json.RawMessage(ns.String)
+}
+
+const runCols = `id, flow, input, principal, tenant, status, output, error, lease_owner, lease_expires, epoch, created_at, updated_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRun(sc scanner) (journal.RunRecord, error) {
+	var r journal.RunRecord
+	var in, pr, out sql.NullString
+	var st string
+	var exp, ca, ua int64
+	if err := sc.Scan(&r.ID, &r.Flow, &in, &pr, &r.Tenant, &st, &out, &r.Error, &r.LeaseOwner, &exp, &r.Epoch, &ca, &ua); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return r, journal.ErrNotFound
+		}
+		return r, err
+	}
+	r.Input, r.Principal, r.Output, r.Status = raw(in), raw(pr), raw(out), journal.Status(st)
+	r.LeaseExpires, r.CreatedAt, r.UpdatedAt = tm(exp), tm(ca), tm(ua)
+	return r, nil
+}
+
+// InsertRun implements journal.Driver.
+func (s *Store) InsertRun(ctx context.Context, r journal.RunRecord) error {
+	res, err := s.exec(ctx, `INSERT INTO `+s.runs+` (`+runCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING`,
+		r.ID, r.Flow, js(r.Input), js(r.Principal), r.Tenant, string(r.Status), js(r.Output), r.Error,
+		r.LeaseOwner, ns(r.LeaseExpires), r.Epoch, ns(r.CreatedAt), ns(r.UpdatedAt))
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return journal.ErrConflict
+	}
+	return nil
+}
+
+// GetRun implements journal.Driver.
+func (s *Store) GetRun(ctx context.Context, id string) (journal.RunRecord, error) {
+	return scanRun(s.queryRow(ctx, `SELECT `+runCols+` FROM `+s.runs+` WHERE id = ?`, id))
+}
+
+// ClaimRun implements journal.Driver with one conditional UPDATE ... RETURNING.
+func (s *Store) ClaimRun(ctx context.Context, id, owner string, now, expires time.Time) (journal.RunRecord, error) {
+	for range 3 {
+		r, err := scanRun(s.queryRow(ctx, `UPDATE `+s.runs+` SET lease_owner = ?, lease_expires = ?, epoch = epoch + 1,
+			status = 'running', updated_at = ? WHERE id = ? AND status IN ('running', 'parked')
+			AND (lease_owner = '' OR lease_owner = ? OR lease_expires <= ?) RETURNING `+runCols,
+			owner, ns(expires), ns(now), id, owner, ns(now)))
+		if !errors.Is(err, journal.ErrNotFound) {
+			return r, err
+		}
+		cur, err := s.GetRun(ctx, id)
+		if err != nil {
+			return cur, err
+		}
+		if cur.Status.Final() {
+			return journal.RunRecord{}, journal.ErrRunFinished
+		}
+		if cur.LeaseOwner != "" && cur.LeaseOwner != owner && cur.LeaseExpires.After(now) {
+			return journal.RunRecord{}, journal.BusyError(id, cur.LeaseOwner, cur.LeaseExpires, now)
+		}
+		// The lease changed between the two statements; try again.
+	}
+	return journal.RunRecord{}, journal.BusyError(id, "", now, now)
+}
+
+// fencedExec runs a conditional UPDATE on the run row; no row means the lease is lost.
+func (s *Store) fencedExec(ctx context.Context, db execer, f journal.Fence, set string, args ...any) error {
+	args = append(args, f.RunID, f.Owner, f.Epoch)
+	res, err := db.ExecContext(ctx, `UPDATE `+s.runs+` SET `+set+` WHERE id = ? AND lease_owner = ? AND epoch = ? AND lease_owner <> ''`, args...)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return journal.ErrLeaseLost
+	}
+	return nil
+}
+
+// checkFence holds the run row for the rest of tx when f still owns it.
+func (s *Store) checkFence(ctx context.Context, tx *txq, f journal.Fence) error {
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM `+s.runs+` WHERE id = ? AND lease_owner = ? AND epoch = ? AND lease_owner <> ''`+s.dia.LockShare,
+		f.RunID, f.Owner, f.Epoch).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return journal.ErrLeaseLost
+	}
+	return err
+}
+
+// RenewLease implements journal.Driver.
+func (s *Store) RenewLease(ctx context.Context, f journal.Fence, expires time.Time) error {
+	return s.fencedExec(ctx, s, f, `lease_expires = ?`, ns(expires))
+}
+
+// ReleaseRun implements journal.Driver.
+func (s *Store) ReleaseRun(ctx context.Context, f journal.Fence) error {
+	return s.fencedExec(ctx, s, f, `lease_owner = ''`)
+}
+
+// UpdateRun implements journal.Driver.
+func (s *Store) UpdateRun(ctx context.Context, f journal.Fence, u journal.RunUpdate, now time.Time) error {
+	return s.fencedExec(ctx, s, f, `status = ?, output = ?, error = ?, lease_owner = '', updated_at = ?`,
+		string(u.Status), js(u.Output), u.Error, ns(now))
+}
+
+// LoadSteps implements journal.Driver.
+func (s *Store) LoadSteps(ctx context.Context, runID string) ([]journal.StepRecord, error) {
+	rows, err := s.query(ctx, `SELECT position, name, result, error, created_at FROM `+s.steps+` WHERE run_id = ? ORDER BY position`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []journal.StepRecord
+	for rows.Next() {
+		st := journal.StepRecord{RunID: runID}
+		var res sql.NullString
+		var ca int64
+		if err := rows.Scan(&st.Position, &st.Name, &res, &st.Error, &ca); err != nil {
+			return nil, err
+		}
+		st.Result, st.CreatedAt = raw(res), tm(ca)
+		out = append(out, st)
+	}
+	return out, rows.Err()
+}
+
+// InsertStep implements journal.Driver.
+func (s *Store) InsertStep(ctx context.Context, f journal.Fence, st journal.StepRecord) error {
+	return s.tx(ctx, func(ctx context.Context, tx *txq) error {
+		if err := s.checkFence(ctx, tx, f); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO `+s.steps+` (run_id, position, name, result, error, created_at) VALUES (?,?,?,?,?,?)
+			ON CONFLICT (run_id, position) DO NOTHING`, st.RunID, st.Position, st.Name, js(st.Result), st.Error, ns(st.CreatedAt))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return journal.ErrStepExists
+		}
+		return nil
+	})
+}
+
+const parkCols = `run_id, park_key, deadline, payload, decision_kind, decision_payload, decided_at, created_at`
+
+func scanPark(sc scanner) (journal.ParkRecord, error) {
+	var p journal.ParkRecord
+	var pl, dp sql.NullString
+	var kind string
+	var dl, da, ca int64
+	if err := sc.Scan(&p.RunID, &p.Key, &dl, &pl, &kind, &dp, &da, &ca); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return p, journal.ErrNotFound
+		}
+		return p, err
+	}
+	p.Deadline, p.Payload, p.CreatedAt = tm(dl), raw(pl), tm(ca)
+	if kind != "" {
+		p.Decision = &journal.Decision{Kind: journal.DecisionKind(kind), Payload: raw(dp), DecidedAt: tm(da)}
+	}
+	return p, nil
+}
+
+// InsertPark implements journal.Driver.
+func (s *Store) InsertPark(ctx context.Context, f journal.Fence, p journal.ParkRecord) (journal.ParkRecord, error) {
+	var out journal.ParkRecord
+	err := s.tx(ctx, func(ctx context.Context, tx *txq) error {
+		if err := s.checkFence(ctx, tx, f); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO `+s.parks+` (run_id, park_key, deadline, payload, created_at) VALUES (?,?,?,?,?)
+			ON CONFLICT (run_id, park_key) DO NOTHING`, p.RunID, p.Key, ns(p.Deadline), js(p.Payload), ns(p.CreatedAt)); err != nil {
+			return err
+		}
+		var err error
+		out, err = scanPark(tx.QueryRowContext(ctx, `SELECT `+parkCols+` FROM `+s.parks+` WHERE run_id = ? AND park_key = ?`, p.RunID, p.Key))
+		return err
+	})
+	return out, err
+}
+
+// ListParks implements journal.Driver.
+func (s *Store) ListParks(ctx context.Context, runID string) ([]journal.ParkRecord, error) {
+	return s.queryParks(ctx, `SELECT `+parkCols+` FROM `+s.parks+` WHERE run_id = ? ORDER BY park_key`, runID)
+}
+
+func (s *Store) queryParks(ctx context.Context, q string, args ...any) ([]journal.ParkRecord, error) {
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []journal.ParkRecord
+	for rows.Next() {
+		p, err := scanPark(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// Decide implements journal.Driver: the run row is locked first, so concurrent deciders
+// of one run serialize and exactly one stores its decision.
+func (s *Store) Decide(ctx context.Context, runID, key, owner string, d journal.Decision, now time.Time) (journal.DecideResult, error) {
+	var res journal.DecideResult
+	err := s.tx(ctx, func(ctx context.Context, tx *txq) error {
+		var status, lowner string
+		var lexp int64
+		err := tx.QueryRowContext(ctx, `SELECT status, lease_owner, lease_expires FROM `+s.runs+` WHERE id = ?`+s.dia.LockUpdate, runID).
+			Scan(&status, &lowner, &lexp)
+		if errors.Is(err, sql.ErrNoRows) {
+			return journal.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		var kind string
+		err = tx.QueryRowContext(ctx, `SELECT decision_kind FROM `+s.parks+` WHERE run_id = ? AND park_key = ?`, runID, key).Scan(&kind)
+		if errors.Is(err, sql.ErrNoRows) {
+			return journal.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if kind != "" {
+			return journal.ErrConflict
+		}
+		if lowner != "" && lowner != owner && tm(lexp).After(now) {
+			return journal.BusyError(runID, lowner, tm(lexp), now)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE `+s.parks+` SET decision_kind = ?, decision_payload = ?, decided_at = ?
+			WHERE run_id = ? AND park_key = ? AND decision_kind = ''`, string(d.Kind), js(d.Payload), ns(d.DecidedAt), runID, key); err != nil {
+			return err
+		}
+		if status != string(journal.StatusParked) {
+			return nil
+		}
+		var pending int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+s.parks+` WHERE run_id = ? AND decision_kind = ''`, runID).Scan(&pending); err != nil {
+			return err
+		}
+		res.Runnable = pending == 0
+		return nil
+	})
+	return res, err
+}
+
+// ExpiredParks implements journal.Driver.
+func (s *Store) ExpiredParks(ctx context.Context, now time.Time, limit int) ([]journal.ParkRecord, error) {
+	return s.queryParks(ctx, `SELECT `+parkCols+` FROM `+s.parks+` WHERE decision_kind = '' AND deadline <= ? ORDER BY deadline LIMIT ?`, ns(now), limit)
+}
+
+// RecoverableRuns implements journal.Driver.
+func (s *Store) RecoverableRuns(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	rows, err := s.query(ctx, `SELECT id FROM `+s.runs+` r WHERE (r.lease_owner = '' OR r.lease_expires <= ?)
+		AND (r.status = 'running' OR (r.status = 'parked' AND NOT EXISTS
+			(SELECT 1 FROM `+s.parks+` p WHERE p.run_id = r.id AND p.decision_kind = '')))
+		ORDER BY id LIMIT ?`, ns(now), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// ClaimLease implements journal.Driver with one conditional upsert.
+func (s *Store) ClaimLease(ctx context.Context, name, owner string, now, expires time.Time) (bool, error) {
+	res, err := s.exec(ctx, `INSERT INTO `+s.leases+` (name, owner, expires) VALUES (?,?,?)
+		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires = excluded.expires
+		WHERE `+s.leases+`.owner = excluded.owner OR `+s.leases+`.owner = '' OR `+s.leases+`.expires <= ?`,
+		name, owner, ns(expires), ns(now))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// ReleaseLease implements journal.Driver.
+func (s *Store) ReleaseLease(ctx context.Context, name, owner string) error {
+	_, err := s.exec(ctx, `UPDATE `+s.leases+` SET owner = '', expires = 0 WHERE name = ? AND owner = ?`, name, owner)
+	return err
+}
+
+// placeholders returns "(?,?,?),(?,?,?)..." for n rows of width w.
+func placeholders(n, w int) string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?,", w), ",") + ")"
+	return strings.TrimSuffix(strings.Repeat(row+",", n), ",")
+}
+
+// Hub returns the in-process wake-up hub (Postgres feeds it from LISTEN).
+func (s *Store) Hub() *wake.Hub { return s.hub }

@@ -1,0 +1,295 @@
+package journal
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+)
+
+// Options configure a [Journal]. Zero values take the documented defaults.
+type Options struct {
+	// Owner names this instance in leases. Default: hostname plus a random suffix.
+	Owner string
+	// LeaseTTL is how long a claim lasts without renewal. Default 15s; renewed every TTL/3.
+	LeaseTTL time.Duration
+	// Now is the clock. Default time.Now. Tests pass a fake clock and drive
+	// [Journal.RecoverOnce] and [Journal.CleanupOnce] themselves.
+	Now func() time.Time
+	// PollInterval is how often the recovery loop runs after [Journal.Start]. Default 1s.
+	PollInterval time.Duration
+	// CleanupInterval is how often the scheduler lease holder runs retention. Default 1m.
+	CleanupInterval time.Duration
+	// ApprovalDeadline is the default park deadline. Default 24h.
+	ApprovalDeadline time.Duration
+	// FinishedRetention is how long event rows of a finished stream are kept. Default 24h.
+	FinishedRetention time.Duration
+	// UnfinishedMaxAge is the age after which an unfinished stream is closed with RUN_ERROR.
+	// Default 7 days.
+	UnfinishedMaxAge time.Duration
+	// Resumer is called with a claimed run whenever the journal resumes one; see
+	// [Journal.SetResumer].
+	Resumer func(ctx context.Context, run *Run)
+	// SkipMigrate leaves the schema alone in [New] (the application migrates itself).
+	SkipMigrate bool
+}
+
+// Journal runs durable flows on a [Driver]: it begins and claims runs, records steps and
+// parks, stores decisions exactly once, resumes runs, and keeps the agent event log.
+// A Journal starts nothing until [Journal.Start]; [Journal.Close] stops it.
+type Journal struct {
+	d    Driver
+	opts Options
+
+	mu      sync.Mutex
+	resumer func(ctx context.Context, run *Run)
+	held    map[string]*Run
+	started bool
+	closed  bool
+
+	baseCtx    context.Context
+	cancelBase context.CancelFunc
+	loops      sync.WaitGroup
+	resumers   sync.WaitGroup
+	stopLoops  context.CancelFunc
+}
+
+// New validates opts, migrates the driver's schema (unless SkipMigrate) and returns a
+// journal that has started no goroutine.
+func New(d Driver, opts Options) (*Journal, error) {
+	if d == nil {
+		return nil, errors.New("journal: nil driver")
+	}
+	if opts.LeaseTTL < 0 || opts.PollInterval < 0 || opts.ApprovalDeadline < 0 ||
+		opts.CleanupInterval < 0 || opts.FinishedRetention < 0 || opts.UnfinishedMaxAge < 0 {
+		return nil, errors.New("journal: durations in Options must not be negative")
+	}
+	if opts.Owner == "" {
+		host, _ := os.Hostname()
+		if host == "" {
+			host = "engine"
+		}
+		opts.Owner = host + "-" + randomID(4)
+	}
+	if opts.LeaseTTL == 0 {
+		opts.LeaseTTL = 15 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.PollInterval == 0 {
+		opts.PollInterval = time.Second
+	}
+	if opts.CleanupInterval == 0 {
+		opts.CleanupInterval = time.Minute
+	}
+	if opts.ApprovalDeadline == 0 {
+		opts.ApprovalDeadline = 24 * time.Hour
+	}
+	if opts.FinishedRetention == 0 {
+		opts.FinishedRetention = 24 * time.Hour
+	}
+	if opts.UnfinishedMaxAge == 0 {
+		opts.UnfinishedMaxAge = 7 * 24 * time.Hour
+	}
+	if !opts.SkipMigrate {
+		if err := d.Migrate(context.Background()); err != nil {
+			return nil, fmt.Errorf("journal: migrate: %w", err)
+		}
+	}
+	base, cancel := context.WithCancel(context.Background())
+	return &Journal{d: d, opts: opts, resumer: opts.Resumer, held: map[string]*Run{},
+		baseCtx: base, cancelBase: cancel}, nil
+}
+
+// Driver returns the driver the journal runs on.
+func (j *Journal) Driver() Driver { return j.d }
+
+// Owner returns the name this instance uses in leases.
+func (j *Journal) Owner() string { return j.opts.Owner }
+
+// SetResumer registers the function the journal calls with a claimed run when it resumes
+// one (after a decision, a timeout, or a dead owner's lease expiry). The run holds the
+// lease, its steps are loaded for replay and [Run.Decision] answers. The resumer must end
+// with [Run.Complete], [Run.Fail] or [Run.Suspend]; a run left open is released so the
+// recovery loop retries it.
+func (j *Journal) SetResumer(fn func(ctx context.Context, run *Run)) {
+	j.mu.Lock()
+	j.resumer = fn
+	j.mu.Unlock()
+}
+
+// NewRun is what [Journal.Begin] stores before a durable handler starts.
+type NewRun struct {
+	ID        string // optional; a random id when empty
+	Flow      string
+	Input     json.RawMessage
+	Principal json.RawMessage
+	Tenant    string
+}
+
+// Begin stores a run record with the lease held by this instance, before the handler
+// runs, so a crash mid-handler leaves a run the recovery loop can resume.
+func (j *Journal) Begin(ctx context.Context, nr NewRun) (*Run, error) {
+	if nr.Flow == "" {
+		return nil, errors.New("journal: Begin needs a flow name")
+	}
+	if err := j.checkOpen(); err != nil {
+		return nil, err
+	}
+	if nr.ID == "" {
+		nr.ID = randomID(16)
+	}
+	now := j.now()
+	rec := RunRecord{ID: nr.ID, Flow: nr.Flow, Input: nr.Input, Principal: nr.Principal, Tenant: nr.Tenant,
+		Status: StatusRunning, LeaseOwner: j.opts.Owner, LeaseExpires: now.Add(j.opts.LeaseTTL), Epoch: 1,
+		CreatedAt: now, UpdatedAt: now}
+	if err := j.d.InsertRun(ctx, rec); err != nil {
+		return nil, err
+	}
+	r := newRun(j, rec, nil, nil)
+	j.hold(r)
+	return r, nil
+}
+
+// GetRun loads a run's stored record (no lease taken).
+func (j *Journal) GetRun(ctx context.Context, id string) (RunRecord, error) {
+	return j.d.GetRun(ctx, id)
+}
+
+// Claim takes the lease of a run for this instance and loads its steps and parks for
+// replay. A run held elsewhere returns [*LeaseBusyError] with the remaining lease.
+func (j *Journal) Claim(ctx context.Context, runID string) (*Run, error) {
+	if err := j.checkOpen(); err != nil {
+		return nil, err
+	}
+	now := j.now()
+	rec, err := j.d.ClaimRun(ctx, runID, j.opts.Owner, now, now.Add(j.opts.LeaseTTL))
+	if err != nil {
+		return nil, err
+	}
+	f := Fence{RunID: rec.ID, Owner: j.opts.Owner, Epoch: rec.Epoch}
+	steps, err := j.d.LoadSteps(ctx, runID)
+	if err == nil {
+		var parks []ParkRecord
+		if parks, err = j.d.ListParks(ctx, runID); err == nil {
+			r := newRun(j, rec, steps, parks)
+			j.hold(r)
+			return r, nil
+		}
+	}
+	_ = j.d.ReleaseRun(context.WithoutCancel(ctx), f)
+	return nil, err
+}
+
+// Decide stores the one decision of a park. Errors: [ErrNotFound] (unknown run or park),
+// [ErrConflict] (already decided), [*LeaseBusyError] (another instance holds the run; the
+// decision is not stored). When the decision makes the run runnable, this instance claims
+// it and calls the resumer in a goroutine that [Journal.Close] waits for.
+func (j *Journal) Decide(ctx context.Context, runID, key string, d Decision) error {
+	switch d.Kind {
+	case DecisionApprove, DecisionDeny, DecisionTimeout:
+	default:
+		return fmt.Errorf("journal: unknown decision kind %q", d.Kind)
+	}
+	if err := j.checkOpen(); err != nil {
+		return err
+	}
+	now := j.now()
+	if d.DecidedAt.IsZero() {
+		d.DecidedAt = now
+	}
+	res, err := j.d.Decide(ctx, runID, key, j.opts.Owner, d, now)
+	if err != nil {
+		return err
+	}
+	if res.Runnable {
+		j.tryResume(ctx, runID)
+	}
+	return nil
+}
+
+// tryResume claims a runnable run and hands it to the resumer. Failing to claim is not an
+// error: the holder or the recovery loop will resume it.
+func (j *Journal) tryResume(ctx context.Context, runID string) bool {
+	j.mu.Lock()
+	fn := j.resumer
+	j.mu.Unlock()
+	if fn == nil {
+		return false
+	}
+	r, err := j.Claim(context.WithoutCancel(ctx), runID)
+	if err != nil {
+		return false
+	}
+	// Add under the lock that Close takes to set closed, so Close never waits on a
+	// WaitGroup that is still growing.
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		_ = r.Release(context.WithoutCancel(ctx))
+		return false
+	}
+	j.resumers.Add(1)
+	j.mu.Unlock()
+	go func() {
+		defer j.resumers.Done()
+		defer func() {
+			if !r.ended() {
+				_ = r.Release(context.Background())
+			}
+		}()
+		fn(j.baseCtx, r)
+	}()
+	return true
+}
+
+// hold tracks a run whose lease this instance holds, for renewal and Close.
+func (j *Journal) hold(r *Run) {
+	j.mu.Lock()
+	j.held[r.ID] = r
+	j.mu.Unlock()
+}
+
+// drop forgets a run once its lease is released or lost.
+func (j *Journal) drop(r *Run) {
+	j.mu.Lock()
+	if j.held[r.ID] == r {
+		delete(j.held, r.ID)
+	}
+	j.mu.Unlock()
+}
+
+// heldRuns snapshots the runs this instance holds.
+func (j *Journal) heldRuns() []*Run {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := make([]*Run, 0, len(j.held))
+	for _, r := range j.held {
+		out = append(out, r)
+	}
+	return out
+}
+
+func (j *Journal) now() time.Time { return j.opts.Now() }
+
+func (j *Journal) checkOpen() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// randomID returns n random bytes as hex.
+func randomID(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

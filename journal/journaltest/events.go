@@ -1,0 +1,166 @@
+package journaltest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bbc28f59/engine/journal"
+)
+
+// rows builds event rows with the given seqs.
+func rows(seqs ...int64) []journal.EventRow {
+	out := make([]journal.EventRow, len(seqs))
+	for i, s := range seqs {
+		out[i] = journal.EventRow{Seq: s, Event: json.RawMessage(fmt.Sprintf(`{"type":"STEP_STARTED","stepName":"step-%d"}`, s))}
+	}
+	return out
+}
+
+// stream creates a stream (optionally owned by runID) through j.
+func (e *env) stream(j *journal.Journal, id, runID string) {
+	e.t.Helper()
+	must(e.t, "CreateStream", j.CreateStream(e.ctx, journal.Stream{ID: id, RunID: runID, Flow: "f", PrincipalID: "u1", Tenant: "t1"}))
+}
+
+// seqs reads every stored row of a stream and returns the seqs.
+func (e *env) seqs(j *journal.Journal, id string) ([]int64, []journal.EventRow) {
+	e.t.Helper()
+	rs, err := j.ReadEvents(e.ctx, id, 0, 100000)
+	must(e.t, "ReadEvents", err)
+	out := make([]int64, len(rs))
+	for i, r := range rs {
+		out[i] = r.Seq
+	}
+	return out, rs
+}
+
+// checkGapFree fails unless seqs are 1..n.
+func checkGapFree(t *testing.T, seqs []int64) {
+	t.Helper()
+	for i, s := range seqs {
+		if s != int64(i+1) {
+			t.Fatalf("seq %d at index %d: not gap-free (%v)", s, i, seqs)
+		}
+	}
+}
+
+func eventCases() []testCase {
+	return []testCase{
+		{"Events/StreamRecords", func(t *testing.T, e *env) {
+			j := e.journal("a")
+			e.stream(j, "s1", "")
+			if err := j.CreateStream(e.ctx, journal.Stream{ID: "s1"}); !errors.Is(err, journal.ErrConflict) {
+				t.Fatalf("duplicate stream err = %v", err)
+			}
+			s, err := j.GetStream(e.ctx, "s1")
+			must(t, "GetStream", err)
+			if s.Flow != "f" || s.PrincipalID != "u1" || s.Tenant != "t1" || s.RunID != "" || s.FinishedAt != nil || !s.CreatedAt.Equal(e.clock.Now()) {
+				t.Fatalf("stream = %+v", s)
+			}
+			e.clock.Advance(time.Minute)
+			must(t, "FinishStream", j.FinishStream(e.ctx, "s1"))
+			s, _ = j.GetStream(e.ctx, "s1")
+			if s.FinishedAt == nil || !s.FinishedAt.Equal(e.clock.Now()) {
+				t.Fatalf("finished at %v", s.FinishedAt)
+			}
+			if _, err := j.GetStream(e.ctx, "nope"); !errors.Is(err, journal.ErrNotFound) {
+				t.Fatalf("GetStream unknown err = %v", err)
+			}
+			if err := j.FinishStream(e.ctx, "nope"); !errors.Is(err, journal.ErrNotFound) {
+				t.Fatalf("FinishStream unknown err = %v", err)
+			}
+		}},
+		{"Events/AppendReadLastSeq", func(t *testing.T, e *env) {
+			j := e.journal("a")
+			e.stream(j, "s1", "")
+			last, err := j.LastSeq(e.ctx, "s1")
+			must(t, "LastSeq", err)
+			if last != 0 {
+				t.Fatalf("empty LastSeq = %d", last)
+			}
+			must(t, "Append", j.AppendEvents(e.ctx, "s1", nil, rows(1, 2, 3)...))
+			got, err := j.ReadEvents(e.ctx, "s1", 1, 1)
+			must(t, "ReadEvents", err)
+			if len(got) != 1 || got[0].Seq != 2 || !jsonEq(got[0].Event, rows(2)[0].Event) {
+				t.Fatalf("ReadEvents(after 1, limit 1) = %+v", got)
+			}
+			if last, _ = j.LastSeq(e.ctx, "s1"); last != 3 {
+				t.Fatalf("LastSeq = %d", last)
+			}
+			for _, c := range []struct {
+				seqs []int64
+				want error
+			}{{[]int64{3}, journal.ErrSeqExists}, {[]int64{1}, journal.ErrSeqExists}, {[]int64{5}, journal.ErrSeqGap}, {[]int64{4, 4}, journal.ErrSeqExists}, {[]int64{4, 6}, journal.ErrSeqGap}} {
+				if err := j.AppendEvents(e.ctx, "s1", nil, rows(c.seqs...)...); !errors.Is(err, c.want) {
+					t.Fatalf("append %v err = %v, want %v", c.seqs, err, c.want)
+				}
+			}
+			seqs, _ := e.seqs(j, "s1")
+			if len(seqs) != 3 {
+				t.Fatalf("a failed batch stored rows: %v", seqs)
+			}
+			if err := j.AppendEvents(e.ctx, "nope", nil, rows(1)...); !errors.Is(err, journal.ErrNotFound) {
+				t.Fatalf("append to unknown stream err = %v", err)
+			}
+		}},
+		{"Events/ConcurrentAppendersStayGapFree", func(t *testing.T, e *env) {
+			j := e.journal("a")
+			e.stream(j, "s1", "")
+			const writers, each = 6, 25
+			var wg sync.WaitGroup
+			for range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for done := 0; done < each; {
+						last, err := j.LastSeq(e.ctx, "s1")
+						if err != nil {
+							t.Errorf("LastSeq: %v", err)
+							return
+						}
+						err = j.AppendEvents(e.ctx, "s1", nil, rows(last+1)...)
+						switch {
+						case err == nil:
+							done++
+						case errors.Is(err, journal.ErrSeqExists), errors.Is(err, journal.ErrSeqGap):
+						default:
+							t.Errorf("Append: %v", err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			seqs, _ := e.seqs(j, "s1")
+			if len(seqs) != writers*each {
+				t.Fatalf("%d rows, want %d", len(seqs), writers*each)
+			}
+			checkGapFree(t, seqs)
+		}},
+		{"Events/DurableStreamAppendsAreFenced", func(t *testing.T, e *env) {
+			a, b := e.journal("a"), e.journal("b")
+			r := e.begin(a)
+			e.stream(a, "s1", r.ID)
+			if err := a.AppendEvents(e.ctx, "s1", nil, rows(1)...); !errors.Is(err, journal.ErrLeaseLost) {
+				t.Fatalf("unfenced append to a durable stream err = %v", err)
+			}
+			must(t, "fenced append", a.AppendEvents(e.ctx, "s1", r, rows(1)...))
+			e.clock.Advance(leaseTTL)
+			r2, err := b.Claim(e.ctx, r.ID)
+			must(t, "Claim", err)
+			if err := a.AppendEvents(e.ctx, "s1", r, rows(2)...); !errors.Is(err, journal.ErrLeaseLost) {
+				t.Fatalf("stale append err = %v", err)
+			}
+			must(t, "new owner append", b.AppendEvents(e.ctx, "s1", r2, rows(2)...))
+			seqs, _ := e.seqs(a, "s1")
+			checkGapFree(t, seqs)
+			if len(seqs) != 2 {
+				t.Fatalf("seqs = %v", seqs)
+			}
+		}},
+	}
+}

@@ -1,0 +1,249 @@
+package journaltest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/bbc28f59/engine/journal"
+)
+
+// quiet keeps the writer's timers out of a case: only explicit calls flush and commit.
+var quiet = journal.LogOptions{FlushInterval: time.Hour, CommitInterval: time.Hour}
+
+// write feeds one event and returns its seq.
+func write(t *testing.T, e *env, w *journal.LogWriter, ev string) int64 {
+	t.Helper()
+	seq, err := w.Write(e.ctx, json.RawMessage(ev))
+	must(t, "Write "+ev, err)
+	return seq
+}
+
+// events decodes stored rows into generic maps.
+func events(t *testing.T, rs []journal.EventRow) []map[string]any {
+	t.Helper()
+	out := make([]map[string]any, len(rs))
+	for i, r := range rs {
+		if err := json.Unmarshal(r.Event, &out[i]); err != nil {
+			t.Fatalf("row %d: %v", r.Seq, err)
+		}
+	}
+	return out
+}
+
+func logWriterCases() []testCase {
+	return []testCase{
+		{"LogWriter/CoalescesDeltasAndStoresStructuralEvents", func(t *testing.T, e *env) {
+			j := e.journal("a")
+			e.stream(j, "s1", "")
+			w, err := j.NewLogWriter(e.ctx, "s1", nil, quiet)
+			must(t, "NewLogWriter", err)
+			want := []int64{1, 2, 0, 0, 0, 4, 0, 0, 7, 8, 9, 0, 0, 11}
+			evs := []string{
+				`{"type":"RUN_STARTED","threadId":"t","runId":"s1"}`,
+				`{"type":"TEXT_MESSAGE_START","messageId":"m-1","role":"assistant"}`,
+				`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"Hel"}`,
+				`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"lo \"w"}`,
+				`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"orld\""}`,
+				`{"type":"TEXT_MESSAGE_END","messageId":"m-1"}`,
+				`{"type":"TOOL_CALL_ARGS","toolCallId":"c1","delta":"{\"a\""}`,
+				`{"type":"TOOL_CALL_ARGS","toolCallId":"c2","delta":"{}"}`,
+				`{"type":"TOOL_CALL_END","toolCallId":"c1"}`,
+				`{"type":"TOOL_CALL_END","toolCallId":"c2"}`,
+				`{"type":"STEP_FINISHED","stepName":"step-1"}`,
+				`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m-2","delta":"a"}`,
+				`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m-2","delta":"b"}`,
+				`{"type":"RUN_FINISHED","threadId":"t","runId":"s1"}`,
+			}
+			for i, ev := range evs {
+				if got := write(t, e, w, ev); got != want[i] {
+					t.Fatalf("event %d seq = %d, want %d", i, got, want[i])
+				}
+			}
+			// RUN_FINISHED commits synchronously: no Flush needed.
+			seqs, rs := e.seqs(j, "s1")
+			checkGapFree(t, seqs)
+			got := events(t, rs)
+			if len(got) != 11 {
+				t.Fatalf("%d rows, want 11: %v", len(got), got)
+			}
+			checks := map[int][2]string{2: {"TEXT_MESSAGE_CONTENT", `Hello "world"`}, 4: {"TOOL_CALL_ARGS", `{"a"`}, 5: {"TOOL_CALL_ARGS", `{}`}, 9: {"TEXT_MESSAGE_CONTENT", "ab"}}
+			for i, c := range checks {
+				if got[i]["type"] != c[0] || got[i]["delta"] != c[1] {
+					t.Fatalf("row %d = %v, want %s with delta %q", i+1, got[i], c[0], c[1])
+				}
+			}
+			if got[2]["messageId"] != "m-1" || got[4]["toolCallId"] != "c1" || got[10]["type"] != "RUN_FINISHED" {
+				t.Fatalf("rows = %v", got)
+			}
+			if st := w.Stats(); st.Rows != 11 || st.Commits != 1 {
+				t.Fatalf("stats = %+v, want 11 rows in 1 commit", st)
+			}
+			must(t, "Close", w.Close(e.ctx))
+		}},
+		{"LogWriter/CommitsAreBatchedUntilFlush", func(t *testing.T, e *env) {
+			j := e.journal("a")
+			e.stream(j, "s1", "")
+			w, err := j.NewLogWriter(e.ctx, "s1", nil, quiet)
+			must(t, "NewLogWriter", err)
+			write(t, e, w, `{"type":"RUN_STARTED"}`)
+			write(t, e, w, `{"type":"STEP_STARTED","stepName":"step-1"}`)
+			write(t, e, w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"x"}`)
+			if seqs, _ := e.seqs(j, "s1"); len(seqs) != 0 {
+				t.Fatalf("rows committed before the commit interval: %v", seqs)
+			}
+			must(t, "Flush", w.Flush(e.ctx))
+			if seqs, _ := e.seqs(j, "s1"); len(seqs) != 3 {
+				t.Fatalf("rows after Flush: %v", seqs)
+			}
+			if w.LastSeq() != 3 {
+				t.Fatalf("LastSeq = %d", w.LastSeq())
+			}
+		}},
+		{"LogWriter/FlushesByAgeSizeAndCommitInterval", func(t *testing.T, e *env) {
+			j := e.journal("a")
+			e.stream(j, "s1", "")
+			opts := journal.LogOptions{FlushInterval: 100 * time.Millisecond, FlushBytes: 8, CommitInterval: time.Hour}
+			w, err := j.NewLogWriter(e.ctx, "s1", nil, opts)
+			must(t, "NewLogWriter", err)
+			delta := func(d string) { write(t, e, w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"`+d+`"}`) }
+			delta("aaaa")
+			delta("bbbbb") // 9 bytes >= 8: sealed
+			delta("c")
+			e.clock.Advance(100 * time.Millisecond)
+			delta("d") // the pending "c" row is old enough: sealed first
+			must(t, "Flush", w.Flush(e.ctx))
+			_, rs := e.seqs(j, "s1")
+			got := events(t, rs)
+			if len(got) != 3 || got[0]["delta"] != "aaaabbbbb" || got[1]["delta"] != "c" || got[2]["delta"] != "d" {
+				t.Fatalf("rows = %v", got)
+			}
+			// CommitInterval: with a 100ms interval, a write after it commits the queue.
+			w2, err := j.NewLogWriter(e.ctx, "s1", nil, journal.LogOptions{FlushInterval: time.Hour, CommitInterval: 100 * time.Millisecond})
+			must(t, "NewLogWriter", err)
+			write(t, e, w2, `{"type":"STEP_STARTED","stepName":"step-2"}`)
+			e.clock.Advance(100 * time.Millisecond)
+			write(t, e, w2, `{"type":"STEP_FINISHED","stepName":"step-2"}`)
+			if seqs, _ := e.seqs(j, "s1"); len(seqs) != 5 {
+				t.Fatalf("rows after the commit interval = %v, want 5", seqs)
+			}
+		}},
+		{"LogWriter/QuietStreamIsFlushedByTimer", func(t *testing.T, e *env) {
+			j := e.journal("a")
+			e.stream(j, "s1", "")
+			w, err := j.NewLogWriter(e.ctx, "s1", nil, journal.LogOptions{FlushInterval: 10 * time.Millisecond, CommitInterval: 10 * time.Millisecond})
+			must(t, "NewLogWriter", err)
+			write(t, e, w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"quiet"}`)
+			waitFor(t, "the timer to commit the pending delta", func() bool {
+				seqs, _ := e.seqs(j, "s1")
+				return len(seqs) == 1
+			})
+			must(t, "Close", w.Close(e.ctx))
+		}},
+		{"LogWriter/TruncatesAtMaxRows", func(t *testing.T, e *env) {
+			j := e.journal("a")
+			e.stream(j, "s1", "")
+			const maxRows = 10
+			w, err := j.NewLogWriter(e.ctx, "s1", nil, journal.LogOptions{MaxRows: maxRows, FlushInterval: time.Hour, CommitInterval: time.Hour})
+			must(t, "NewLogWriter", err)
+			write(t, e, w, `{"type":"RUN_STARTED"}`)
+			for i := range 8 {
+				m := fmt.Sprintf("m-%d", i+1)
+				write(t, e, w, `{"type":"TEXT_MESSAGE_START","messageId":"`+m+`"}`)
+				write(t, e, w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"`+m+`","delta":"x"}`)
+				write(t, e, w, `{"type":"TEXT_MESSAGE_END","messageId":"`+m+`"}`)
+			}
+			write(t, e, w, `{"type":"RUN_FINISHED"}`)
+			seqs, rs := e.seqs(j, "s1")
+			checkGapFree(t, seqs)
+			got := events(t, rs)
+			markers, deltasAfter, ends := 0, 0, 0
+			for i, ev := range got {
+				if ev["type"] == "CUSTOM" && ev["name"] == journal.TruncatedEventName {
+					markers++
+					// Rows 1..10 fill the cap; m-4's START is row 11; its delta is the
+					// first dropped one, so the marker is row 12.
+					if i != maxRows+1 {
+						t.Fatalf("marker at row %d, want %d", i+1, maxRows+2)
+					}
+				}
+				if ev["type"] == "TEXT_MESSAGE_CONTENT" && i >= maxRows {
+					deltasAfter++
+				}
+				if ev["type"] == "TEXT_MESSAGE_END" {
+					ends++
+				}
+			}
+			if markers != 1 || deltasAfter != 0 || ends != 8 || len(got) != 22 || got[len(got)-1]["type"] != "RUN_FINISHED" {
+				t.Fatalf("markers %d, deltas past the cap %d, ends %d, rows %v", markers, deltasAfter, ends, got)
+			}
+			// A resumed writer continues the log and does not store a second marker.
+			w2, err := j.NewLogWriter(e.ctx, "s1", nil, journal.LogOptions{MaxRows: maxRows})
+			must(t, "NewLogWriter", err)
+			if seq := write(t, e, w2, `{"type":"RUN_STARTED"}`); seq != int64(len(got)+1) {
+				t.Fatalf("resumed seq = %d, want %d", seq, len(got)+1)
+			}
+			write(t, e, w2, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m-9","delta":"y"}`)
+			must(t, "Close", w2.Close(e.ctx))
+			seqs, _ = e.seqs(j, "s1")
+			if len(seqs) != len(got)+1 {
+				t.Fatalf("resumed writer stored %d rows, want 1", len(seqs)-len(got))
+			}
+		}},
+		{"LogWriter/ResumedRunContinuesTheLogUnderItsLease", func(t *testing.T, e *env) {
+			a, b := e.journal("a"), e.journal("b")
+			r := e.begin(a)
+			e.stream(a, "s1", r.ID)
+			if _, err := a.NewLogWriter(e.ctx, "s1", nil, quiet); err == nil {
+				t.Fatal("a durable stream's writer opened without its run")
+			}
+			w, err := a.NewLogWriter(e.ctx, "s1", r, quiet)
+			must(t, "NewLogWriter", err)
+			write(t, e, w, `{"type":"RUN_STARTED"}`)
+			write(t, e, w, `{"type":"RUN_FINISHED"}`)
+			must(t, "Close", w.Close(e.ctx))
+			must(t, "second Close", w.Close(e.ctx))
+			if s, _ := a.GetStream(e.ctx, "s1"); s.FinishedAt != nil {
+				t.Fatal("closing a writer finished the stream")
+			}
+			if _, err := w.Write(e.ctx, json.RawMessage(`{"type":"RUN_STARTED"}`)); !errors.Is(err, journal.ErrClosed) {
+				t.Fatalf("Write after Close err = %v", err)
+			}
+			// A stale writer of the old execution is fenced out after a takeover.
+			stale, err := a.NewLogWriter(e.ctx, "s1", r, quiet)
+			must(t, "NewLogWriter", err)
+			e.clock.Advance(leaseTTL)
+			r2, err := b.Claim(e.ctx, r.ID)
+			must(t, "Claim", err)
+			write(t, e, stale, `{"type":"RUN_STARTED"}`)
+			if err := stale.Flush(e.ctx); !errors.Is(err, journal.ErrLeaseLost) {
+				t.Fatalf("stale writer Flush err = %v", err)
+			}
+			if _, err := stale.Write(e.ctx, json.RawMessage(`{"type":"STEP_STARTED"}`)); !errors.Is(err, journal.ErrLeaseLost) {
+				t.Fatalf("the commit error must stick: %v", err)
+			}
+			w2, err := b.NewLogWriter(e.ctx, "s1", r2, quiet)
+			must(t, "NewLogWriter", err)
+			if seq := write(t, e, w2, `{"type":"RUN_STARTED"}`); seq != 3 {
+				t.Fatalf("resumed seq = %d, want 3", seq)
+			}
+			must(t, "Close", w2.Close(e.ctx))
+		}},
+		{"LogWriter/RejectsBadEvents", func(t *testing.T, e *env) {
+			j := e.journal("a")
+			e.stream(j, "s1", "")
+			w, err := j.NewLogWriter(e.ctx, "s1", nil, quiet)
+			must(t, "NewLogWriter", err)
+			for _, bad := range []string{`nope`, `[]`, `{"delta":"x"}`, `{"type":""}`} {
+				if _, err := w.Write(e.ctx, json.RawMessage(bad)); err == nil {
+					t.Fatalf("Write(%s) succeeded", bad)
+				}
+			}
+			if _, err := j.NewLogWriter(e.ctx, "nope", nil, quiet); !errors.Is(err, journal.ErrNotFound) {
+				t.Fatalf("writer on unknown stream err = %v", err)
+			}
+		}},
+	}
+}

@@ -1,0 +1,159 @@
+package journaltest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/bbc28f59/engine/journal"
+)
+
+func stepCases() []testCase {
+	return []testCase{
+		{"Steps/ReplayReturnsRecordedWithoutRunning", func(t *testing.T, e *env) {
+			var mu sync.Mutex
+			counts := make([]int, 3)
+			handler := func(r *journal.Run) []string {
+				var outs []string
+				for i := range 3 {
+					out, err := r.Step(e.ctx, fmt.Sprintf("s%d", i), stepFn(&counts[i], &mu, fmt.Sprintf(`{"i":%d}`, i)))
+					must(t, "Step", err)
+					outs = append(outs, string(out))
+				}
+				return outs
+			}
+			a := e.journal("a")
+			r := e.begin(a)
+			if r.Replaying() {
+				t.Fatal("a fresh run reports Replaying")
+			}
+			first := handler(r)
+			must(t, "Release", r.Release(e.ctx))
+
+			b := e.journal("b")
+			r2, err := b.Claim(e.ctx, r.ID)
+			must(t, "Claim", err)
+			if !r2.Replaying() || r2.Epoch() != 2 {
+				t.Fatalf("claimed run: replaying %v epoch %d", r2.Replaying(), r2.Epoch())
+			}
+			second := handler(r2)
+			for i := range 3 {
+				if counts[i] != 1 {
+					t.Fatalf("step %d ran %d times, want 1", i, counts[i])
+				}
+				if !jsonEq([]byte(first[i]), []byte(second[i])) {
+					t.Fatalf("replayed step %d = %s, want %s", i, second[i], first[i])
+				}
+			}
+			// A new position after the replayed ones runs normally.
+			n := 0
+			_, err = r2.Step(e.ctx, "s3", stepFn(&n, &mu, `1`))
+			must(t, "Step s3", err)
+			if n != 1 {
+				t.Fatalf("new step ran %d times", n)
+			}
+		}},
+		{"Steps/OrdinaryErrorsAreRecordedAndReplayed", func(t *testing.T, e *env) {
+			a := e.journal("a")
+			r := e.begin(a)
+			calls := 0
+			fail := func(context.Context) (json.RawMessage, error) { calls++; return nil, errors.New("tool exploded") }
+			if _, err := r.Step(e.ctx, "tool", fail); err == nil || err.Error() != "tool exploded" {
+				t.Fatalf("first execution err = %v", err)
+			}
+			must(t, "Release", r.Release(e.ctx))
+			r2, err := a.Claim(e.ctx, r.ID)
+			must(t, "Claim", err)
+			_, err = r2.Step(e.ctx, "tool", fail)
+			var se *journal.StepError
+			if !errors.As(err, &se) || se.Message != "tool exploded" || se.Step != "tool" {
+				t.Fatalf("replayed err = %#v", err)
+			}
+			if calls != 1 {
+				t.Fatalf("fn ran %d times, want 1", calls)
+			}
+		}},
+		{"Steps/CancellationIsNotRecorded", func(t *testing.T, e *env) {
+			a := e.journal("a")
+			r := e.begin(a)
+			ctx, cancel := context.WithCancel(e.ctx)
+			cancel()
+			_, err := r.Step(ctx, "model", func(ctx context.Context) (json.RawMessage, error) { return nil, ctx.Err() })
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v", err)
+			}
+			steps, err := e.d.LoadSteps(e.ctx, r.ID)
+			must(t, "LoadSteps", err)
+			if len(steps) != 0 {
+				t.Fatalf("cancelled step was recorded: %+v", steps)
+			}
+			must(t, "Release", r.Release(e.ctx))
+			r2, err := a.Claim(e.ctx, r.ID)
+			must(t, "Claim", err)
+			ran := false
+			_, err = r2.Step(e.ctx, "model", func(context.Context) (json.RawMessage, error) { ran = true; return json.RawMessage(`1`), nil })
+			must(t, "Step", err)
+			if !ran {
+				t.Fatal("step after a cancelled execution was not run")
+			}
+		}},
+		{"Steps/NonDeterministicReplayFailsLoudly", func(t *testing.T, e *env) {
+			a := e.journal("a")
+			r := e.begin(a)
+			_, err := r.Step(e.ctx, "search", func(context.Context) (json.RawMessage, error) { return json.RawMessage(`1`), nil })
+			must(t, "Step", err)
+			must(t, "Release", r.Release(e.ctx))
+			r2, err := a.Claim(e.ctx, r.ID)
+			must(t, "Claim", err)
+			ran := false
+			_, err = r2.Step(e.ctx, "email", func(context.Context) (json.RawMessage, error) { ran = true; return nil, nil })
+			if !errors.Is(err, journal.ErrNonDeterministic) {
+				t.Fatalf("err = %v, want ErrNonDeterministic", err)
+			}
+			if !strings.Contains(err.Error(), `"search"`) || !strings.Contains(err.Error(), `"email"`) {
+				t.Fatalf("error does not name both steps: %v", err)
+			}
+			if ran {
+				t.Fatal("fn ran on a non-deterministic replay")
+			}
+		}},
+		{"Steps/WriteAfterLeaseLossIsRejected", func(t *testing.T, e *env) {
+			a, b := e.journal("a"), e.journal("b")
+			r := e.begin(a)
+			e.clock.Advance(leaseTTL + 1)
+			r2, err := b.Claim(e.ctx, r.ID)
+			must(t, "Claim", err)
+			ran := false
+			_, err = r.Step(e.ctx, "x", func(context.Context) (json.RawMessage, error) { ran = true; return json.RawMessage(`1`), nil })
+			if !errors.Is(err, journal.ErrLeaseLost) {
+				t.Fatalf("stale writer err = %v, want ErrLeaseLost", err)
+			}
+			if !ran {
+				t.Fatal("the stale step's fn did not run; the fence is checked on the write")
+			}
+			steps, err := e.d.LoadSteps(e.ctx, r.ID)
+			must(t, "LoadSteps", err)
+			if len(steps) != 0 {
+				t.Fatalf("stale writer recorded %+v", steps)
+			}
+			if _, err := r.Step(e.ctx, "y", func(context.Context) (json.RawMessage, error) { return nil, nil }); !errors.Is(err, journal.ErrLeaseLost) {
+				t.Fatalf("every later write must fail: %v", err)
+			}
+			_, err = r2.Step(e.ctx, "x", func(context.Context) (json.RawMessage, error) { return json.RawMessage(`2`), nil })
+			must(t, "new owner Step", err)
+		}},
+		{"Steps/DriverRejectsDuplicatePosition", func(t *testing.T, e *env) {
+			a := e.journal("a")
+			r := e.begin(a)
+			s := journal.StepRecord{RunID: r.ID, Position: 0, Name: "x", Result: json.RawMessage(`1`), CreatedAt: e.clock.Now()}
+			must(t, "InsertStep", e.d.InsertStep(e.ctx, r.Fence(), s))
+			if err := e.d.InsertStep(e.ctx, r.Fence(), s); !errors.Is(err, journal.ErrStepExists) {
+				t.Fatalf("duplicate position err = %v", err)
+			}
+		}},
+	}
+}

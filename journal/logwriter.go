@@ -1,0 +1,328 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// TruncatedEventName is the CUSTOM event stored once when a stream reaches its row cap.
+const TruncatedEventName = "engine.events.truncated"
+
+// LogOptions tune a [LogWriter]. Zero values take the spec's numbers.
+type LogOptions struct {
+	// FlushInterval seals a coalesced delta row this long after its first delta. Default 100ms.
+	FlushInterval time.Duration
+	// FlushBytes seals a coalesced delta row once its delta text reaches this size. Default 1 KiB.
+	FlushBytes int
+	// CommitInterval is the minimum time between batched commits. Default 100ms (at most
+	// 10 commits a second per stream). Terminal events, Flush and Close commit at once.
+	CommitInterval time.Duration
+	// MaxRows is the row cap after which deltas are dropped. Default 5000.
+	MaxRows int64
+}
+
+func (o *LogOptions) defaults() {
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = 100 * time.Millisecond
+	}
+	if o.FlushBytes <= 0 {
+		o.FlushBytes = 1024
+	}
+	if o.CommitInterval <= 0 {
+		o.CommitInterval = 100 * time.Millisecond
+	}
+	if o.MaxRows <= 0 {
+		o.MaxRows = 5000
+	}
+}
+
+// LogWriter stores one live stream's AG-UI events as the follow log. Structural events
+// get a row each and their seq at once (for the live frame's id:); consecutive
+// TEXT_MESSAGE_CONTENT deltas of one messageId, or TOOL_CALL_ARGS deltas of one
+// toolCallId, are coalesced into one row. Rows are committed in batches at most every
+// CommitInterval (and by a timer when the stream goes quiet); RUN_FINISHED, RUN_ERROR,
+// [LogWriter.Flush] and [LogWriter.Close] commit synchronously. Past MaxRows deltas are
+// dropped and one engine.events.truncated CUSTOM row is stored; seq never skips.
+//
+// A failed commit is sticky: every later call returns the same error, since the seqs
+// already handed out can no longer be honoured.
+type LogWriter struct {
+	j        *Journal
+	streamID string
+	run      *Run
+	opts     LogOptions
+	ctx      context.Context
+
+	mu         sync.Mutex
+	seq        int64
+	pending    *pendingDelta
+	queue      []EventRow
+	lastCommit time.Time // on the journal's clock (Write decides by it)
+	lastReal   time.Time // on the wall clock (the quiet-stream timer decides by it)
+	truncated  bool
+	timer      *time.Timer
+	err        error
+	closed     bool
+	commits    int
+	rows       int
+}
+
+type pendingDelta struct {
+	typ, id string
+	fields  map[string]json.RawMessage
+	text    strings.Builder
+	since   time.Time
+}
+
+// LogStats counts what a writer committed (for benchmarks and metrics).
+type LogStats struct {
+	Rows    int // rows committed
+	Commits int // commit round trips
+}
+
+// NewLogWriter opens a writer on an existing stream, continuing after its last seq so a
+// resumed run extends the log. When the stream belongs to a durable run, run must be this
+// instance's execution of it; every commit is fenced by its lease, so close the writer
+// before [Run.Suspend], [Run.Complete] or [Run.Fail] release that lease.
+func (j *Journal) NewLogWriter(ctx context.Context, streamID string, run *Run, opts LogOptions) (*LogWriter, error) {
+	opts.defaults()
+	s, err := j.d.GetStream(ctx, streamID)
+	if err != nil {
+		return nil, err
+	}
+	if s.RunID != "" && (run == nil || run.ID != s.RunID) {
+		return nil, fmt.Errorf("journal: stream %s belongs to run %s: writer needs that run's lease", streamID, s.RunID)
+	}
+	last, err := j.d.LastSeq(ctx, streamID)
+	if err != nil {
+		return nil, err
+	}
+	w := &LogWriter{j: j, streamID: streamID, run: run, opts: opts, ctx: context.WithoutCancel(ctx),
+		seq: last, lastCommit: j.now(), lastReal: time.Now()}
+	if last >= opts.MaxRows {
+		rows, err := j.d.ReadEvents(ctx, streamID, opts.MaxRows-1, int(last-opts.MaxRows)+2)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			if isTruncationMarker(r.Event) {
+				w.truncated = true
+			}
+		}
+	}
+	return w, nil
+}
+
+// logEvent is the part of an AG-UI event the writer looks at.
+type logEvent struct {
+	Type       string          `json:"type"`
+	MessageID  string          `json:"messageId"`
+	ToolCallID string          `json:"toolCallId"`
+	Delta      *string         `json:"delta"`
+	Name       string          `json:"name"`
+	Value      json.RawMessage `json:"value"`
+}
+
+// Write takes one AG-UI event object. It returns the row seq for a structural event and
+// 0 for a delta (deltas carry no id on the live stream).
+func (w *LogWriter) Write(ctx context.Context, event json.RawMessage) (int64, error) {
+	var ev logEvent
+	if err := json.Unmarshal(event, &ev); err != nil {
+		return 0, fmt.Errorf("journal: log event is not a JSON object: %w", err)
+	}
+	if ev.Type == "" {
+		return 0, errors.New(`journal: log event has no "type"`)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return 0, w.err
+	}
+	if w.closed {
+		return 0, ErrClosed
+	}
+	now := w.j.now()
+	if w.pending != nil && now.Sub(w.pending.since) >= w.opts.FlushInterval {
+		w.seal()
+	}
+	var seq int64
+	delta := (ev.Type == "TEXT_MESSAGE_CONTENT" && ev.MessageID != "" || ev.Type == "TOOL_CALL_ARGS" && ev.ToolCallID != "") && ev.Delta != nil
+	if delta {
+		id := ev.MessageID
+		if ev.Type == "TOOL_CALL_ARGS" {
+			id = ev.ToolCallID
+		}
+		if err := w.addDelta(ev.Type, id, *ev.Delta, event, now); err != nil {
+			return 0, err
+		}
+	} else {
+		w.seal()
+		seq = w.enqueue(bytes.Clone(event))
+	}
+	if ev.Type == "RUN_FINISHED" || ev.Type == "RUN_ERROR" {
+		w.seal()
+		return seq, w.commit()
+	}
+	if len(w.queue) > 0 && now.Sub(w.lastCommit) >= w.opts.CommitInterval {
+		if err := w.commit(); err != nil {
+			return 0, err
+		}
+	}
+	w.arm()
+	return seq, nil
+}
+
+// addDelta coalesces a delta into the pending row, or starts one, honouring the row cap.
+func (w *LogWriter) addDelta(typ, id, delta string, raw json.RawMessage, now time.Time) error {
+	if w.truncated {
+		return nil
+	}
+	if w.pending != nil && (w.pending.typ != typ || w.pending.id != id) {
+		w.seal()
+	}
+	if w.pending == nil {
+		if w.seq >= w.opts.MaxRows {
+			w.truncated = true
+			marker := fmt.Appendf(nil, `{"type":"CUSTOM","name":%q,"value":{"maxRows":%d,"reason":"the stored log keeps at most %d rows; later deltas are not stored"}}`,
+				TruncatedEventName, w.opts.MaxRows, w.opts.MaxRows)
+			w.enqueue(marker)
+			return nil
+		}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			return fmt.Errorf("journal: log event: %w", err)
+		}
+		w.pending = &pendingDelta{typ: typ, id: id, fields: fields, since: now}
+	}
+	w.pending.text.WriteString(delta)
+	if w.pending.text.Len() >= w.opts.FlushBytes {
+		w.seal()
+	}
+	return nil
+}
+
+// seal turns the pending delta row into a queued row with the next seq.
+func (w *LogWriter) seal() {
+	p := w.pending
+	if p == nil {
+		return
+	}
+	w.pending = nil
+	d, _ := json.Marshal(p.text.String())
+	p.fields["delta"] = d
+	b, err := json.Marshal(p.fields)
+	if err != nil { // unreachable: fields came from valid JSON
+		w.err = err
+		return
+	}
+	w.enqueue(b)
+}
+
+// enqueue assigns the next seq to an event and queues it for the next commit.
+func (w *LogWriter) enqueue(ev json.RawMessage) int64 {
+	w.seq++
+	w.queue = append(w.queue, EventRow{Seq: w.seq, Event: ev})
+	return w.seq
+}
+
+// commit writes the queued rows in one transaction.
+func (w *LogWriter) commit() error {
+	if w.err != nil {
+		return w.err
+	}
+	if len(w.queue) == 0 {
+		return nil
+	}
+	rows := w.queue
+	w.queue = nil
+	w.lastCommit, w.lastReal = w.j.now(), time.Now()
+	if err := w.j.AppendEvents(w.ctx, w.streamID, w.run, rows...); err != nil {
+		w.err = fmt.Errorf("journal: log writer for stream %s: %w", w.streamID, err)
+		return w.err
+	}
+	w.commits++
+	w.rows += len(rows)
+	return nil
+}
+
+// arm starts the quiet-stream timer when something waits to be stored.
+func (w *LogWriter) arm() {
+	if w.timer != nil || w.closed || (w.pending == nil && len(w.queue) == 0) {
+		return
+	}
+	w.armAfter(max(w.opts.FlushInterval, w.opts.CommitInterval))
+}
+
+// armAfter schedules the timer. When it fires less than CommitInterval after the last
+// commit (wall clock), it waits out the rest so commits stay within the rate.
+func (w *LogWriter) armAfter(d time.Duration) {
+	w.timer = time.AfterFunc(d, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.timer = nil
+		if w.closed || (w.pending == nil && len(w.queue) == 0) {
+			return
+		}
+		if rest := w.opts.CommitInterval - time.Since(w.lastReal); rest > 0 {
+			w.armAfter(rest)
+			return
+		}
+		w.seal()
+		_ = w.commit()
+	})
+}
+
+// Flush seals the pending delta row and commits everything queued, synchronously.
+func (w *LogWriter) Flush(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return w.err
+	}
+	w.seal()
+	return w.commit()
+}
+
+// Close flushes and stops the writer. It does not finish the stream: a parked run's
+// stream continues when the run resumes; call [Journal.FinishStream] when the run ends.
+func (w *LogWriter) Close(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return w.err
+	}
+	w.seal()
+	err := w.commit()
+	w.closed = true
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+	return err
+}
+
+// LastSeq returns the last seq handed out (committed or queued).
+func (w *LogWriter) LastSeq() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seq
+}
+
+// Stats reports committed rows and commits so far.
+func (w *LogWriter) Stats() LogStats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return LogStats{Rows: w.rows, Commits: w.commits}
+}
+
+// isTruncationMarker reports whether a stored event is the truncation CUSTOM row.
+func isTruncationMarker(ev json.RawMessage) bool {
+	var e logEvent
+	return json.Unmarshal(ev, &e) == nil && e.Type == "CUSTOM" && e.Name == TruncatedEventName
+}

@@ -1,0 +1,65 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// CleanupResult reports what one retention pass did.
+type CleanupResult struct {
+	// Leader is false when another instance holds the scheduler lease (nothing was done).
+	Leader bool
+	// Deleted counts streams finished before the retention window, removed with their rows.
+	Deleted int
+	// Closed counts unfinished streams past the age limit, closed with RUN_ERROR.
+	Closed int
+}
+
+// CleanupOnce runs retention when this instance holds (or takes) the scheduler lease:
+// streams finished more than FinishedRetention ago are deleted with their rows; streams
+// unfinished and older than UnfinishedMaxAge get one RUN_ERROR row, are marked finished
+// and lose their earlier rows (the RUN_ERROR row stays until the finished rule removes it).
+func (j *Journal) CleanupOnce(ctx context.Context) (CleanupResult, error) {
+	var res CleanupResult
+	if err := j.checkOpen(); err != nil {
+		return res, err
+	}
+	now := j.now()
+	ttl := j.opts.CleanupInterval * 2
+	if ttl < j.opts.LeaseTTL {
+		ttl = j.opts.LeaseTTL
+	}
+	ok, err := j.d.ClaimLease(ctx, schedulerLease, j.opts.Owner, now, now.Add(ttl))
+	if err != nil || !ok {
+		return res, err
+	}
+	res.Leader = true
+	for {
+		stale, err := j.d.StaleStreams(ctx, now.Add(-j.opts.UnfinishedMaxAge), recoverBatch)
+		if err != nil {
+			return res, err
+		}
+		for _, s := range stale {
+			ev := fmt.Appendf(nil, `{"type":"RUN_ERROR","message":"run did not finish within %s; closed by the journal","code":"JournalRunExpired"}`, j.opts.UnfinishedMaxAge)
+			if err := j.d.CloseStream(ctx, s.ID, ev, now); err != nil && !errors.Is(err, ErrNotFound) {
+				return res, err
+			}
+			res.Closed++
+		}
+		if len(stale) < recoverBatch {
+			break
+		}
+	}
+	for {
+		n, err := j.d.DeleteFinishedStreams(ctx, now.Add(-j.opts.FinishedRetention), recoverBatch)
+		res.Deleted += n
+		if err != nil {
+			return res, err
+		}
+		if n < recoverBatch {
+			break
+		}
+	}
+	return res, nil
+}

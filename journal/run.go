@@ -1,0 +1,296 @@
+package journal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Run is one execution of a durable run while this instance holds its lease. Steps are
+// counted per execution: the n-th call to [Run.Step] is position n, replayed from the
+// journal when recorded and executed (then recorded) otherwise. Every write is fenced by
+// the lease; after the lease is lost every write returns [ErrLeaseLost].
+//
+// A Run is used by one handler goroutine; its methods are safe for concurrent use but
+// concurrent steps get positions in call order, which is rarely deterministic.
+type Run struct {
+	j *Journal
+
+	ID        string
+	Flow      string
+	Input     json.RawMessage
+	Principal json.RawMessage
+	Tenant    string
+	CreatedAt time.Time
+
+	mu     sync.Mutex
+	status Status
+	fence  Fence
+	steps  []StepRecord
+	next   int
+	parks  []ParkRecord // few per run: a slice beats a map
+	done   bool         // lease released, lost, or run ended
+}
+
+func newRun(j *Journal, rec RunRecord, steps []StepRecord, parks []ParkRecord) *Run {
+	r := &Run{j: j, ID: rec.ID, Flow: rec.Flow, Input: rec.Input, Principal: rec.Principal,
+		Tenant: rec.Tenant, CreatedAt: rec.CreatedAt, status: rec.Status,
+		fence: Fence{RunID: rec.ID, Owner: rec.LeaseOwner, Epoch: rec.Epoch},
+		steps: steps, parks: parks}
+	return r
+}
+
+// Status returns the run's status as this execution last wrote or loaded it.
+func (r *Run) Status() Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.status
+}
+
+// Epoch returns the fencing epoch of this execution's lease: 1 for the first execution,
+// incremented by every claim, so it doubles as an attempt counter.
+func (r *Run) Epoch() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fence.Epoch
+}
+
+// Fence returns the lease this execution writes under (for [Journal.AppendEvents]).
+func (r *Run) Fence() Fence {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fence
+}
+
+// Replaying reports whether the next [Run.Step] will be served from the journal.
+func (r *Run) Replaying() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.next < len(r.steps)
+}
+
+// Decision returns the stored decision of the park key as loaded or recorded by this
+// execution, or nil when pending or unknown.
+func (r *Run) Decision(key string) *Decision {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p := r.park(key); p != nil && p.Decision != nil {
+		d := *p.Decision
+		return &d
+	}
+	return nil
+}
+
+// park finds the loaded park of key. Caller holds r.mu.
+func (r *Run) park(key string) *ParkRecord {
+	for i := range r.parks {
+		if r.parks[i].Key == key {
+			return &r.parks[i]
+		}
+	}
+	return nil
+}
+
+// Step runs fn once across all executions of the run. The first execution runs fn and
+// records its result; a replay returns the recorded result without calling fn. A replay
+// that asks for a different name at a position fails with [ErrNonDeterministic].
+//
+// An ordinary error from fn is recorded too (replays return it as a [*StepError] with the
+// same message) so a replay takes the same path. Context cancellation, deadline and lease
+// loss are never recorded: the step runs again on the next execution.
+func (r *Run) Step(ctx context.Context, name string, fn func(ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+	if fn == nil || name == "" {
+		return nil, errors.New("journal: Step needs a name and a function")
+	}
+	r.mu.Lock()
+	if r.done {
+		r.mu.Unlock()
+		return nil, ErrLeaseLost
+	}
+	pos := r.next
+	r.next++
+	if pos < len(r.steps) {
+		s := r.steps[pos]
+		r.mu.Unlock()
+		if s.Name != name {
+			return nil, fmt.Errorf("%w: run %s position %d recorded step %q, replay asked for %q",
+				ErrNonDeterministic, r.ID, pos, s.Name, name)
+		}
+		if s.Error != "" {
+			return nil, &StepError{Step: s.Name, Message: s.Error}
+		}
+		return s.Result, nil
+	}
+	f := r.fence
+	r.mu.Unlock()
+
+	out, err := fn(ctx)
+	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, ErrLeaseLost) || ctx.Err() != nil) {
+		return nil, err
+	}
+	rec := StepRecord{RunID: r.ID, Position: pos, Name: name, Result: out, CreatedAt: r.j.now()}
+	if err != nil {
+		rec.Error = err.Error()
+		if rec.Error == "" {
+			rec.Error = "error"
+		}
+		rec.Result = nil
+	}
+	if werr := r.j.d.InsertStep(context.WithoutCancel(ctx), f, rec); werr != nil {
+		if errors.Is(werr, ErrLeaseLost) {
+			r.lose()
+		}
+		return nil, werr
+	}
+	r.mu.Lock()
+	r.steps = append(r.steps, rec)
+	r.mu.Unlock()
+	return out, err
+}
+
+// Park records (idempotently) that the run waits for a decision under key and returns the
+// stored decision, or nil while pending. A zero deadline means now plus
+// [Options.ApprovalDeadline]. Several parks may be open; the run becomes runnable when all
+// are decided. After parking, the caller returns through [Run.Suspend].
+func (r *Run) Park(ctx context.Context, key string, deadline time.Time, payload json.RawMessage) (*Decision, error) {
+	if key == "" {
+		return nil, errors.New("journal: Park needs a key")
+	}
+	r.mu.Lock()
+	if r.done {
+		r.mu.Unlock()
+		return nil, ErrLeaseLost
+	}
+	if p := r.park(key); p != nil && p.Decision != nil {
+		d := *p.Decision
+		r.mu.Unlock()
+		return &d, nil
+	}
+	f := r.fence
+	r.mu.Unlock()
+	now := r.j.now()
+	if deadline.IsZero() {
+		deadline = now.Add(r.j.opts.ApprovalDeadline)
+	}
+	p, err := r.j.d.InsertPark(ctx, f, ParkRecord{RunID: r.ID, Key: key, Deadline: deadline, Payload: payload, CreatedAt: now})
+	if err != nil {
+		if errors.Is(err, ErrLeaseLost) {
+			r.lose()
+		}
+		return nil, err
+	}
+	r.mu.Lock()
+	if old := r.park(key); old != nil {
+		*old = p
+	} else {
+		r.parks = append(r.parks, p)
+	}
+	r.mu.Unlock()
+	if p.Decision != nil {
+		d := *p.Decision
+		return &d, nil
+	}
+	return nil, nil
+}
+
+// Suspend marks the run parked and releases the lease; the handler must return right
+// after. If every park was already decided meanwhile, the run is resumed at once.
+func (r *Run) Suspend(ctx context.Context) error {
+	if err := r.finish(ctx, RunUpdate{Status: StatusParked}); err != nil {
+		return err
+	}
+	parks, err := r.j.d.ListParks(ctx, r.ID)
+	if err != nil {
+		return nil // the recovery loop will notice a runnable run
+	}
+	for _, p := range parks {
+		if p.Decision == nil {
+			return nil
+		}
+	}
+	r.j.tryResume(ctx, r.ID)
+	return nil
+}
+
+// Complete stores the output, marks the run completed and releases the lease.
+func (r *Run) Complete(ctx context.Context, output json.RawMessage) error {
+	return r.finish(ctx, RunUpdate{Status: StatusCompleted, Output: output})
+}
+
+// Fail stores msg, marks the run failed and releases the lease.
+func (r *Run) Fail(ctx context.Context, msg string) error {
+	return r.finish(ctx, RunUpdate{Status: StatusFailed, Error: msg})
+}
+
+// Release gives the lease up without changing the status, so another instance (or the
+// recovery loop) can claim the run at once.
+func (r *Run) Release(ctx context.Context) error {
+	r.mu.Lock()
+	if r.done {
+		r.mu.Unlock()
+		return nil
+	}
+	f := r.fence
+	r.mu.Unlock()
+	err := r.j.d.ReleaseRun(context.WithoutCancel(ctx), f)
+	r.lose()
+	if errors.Is(err, ErrLeaseLost) {
+		return nil
+	}
+	return err
+}
+
+// finish performs a fenced status write that ends this execution's lease.
+func (r *Run) finish(ctx context.Context, u RunUpdate) error {
+	r.mu.Lock()
+	if r.done {
+		r.mu.Unlock()
+		return ErrLeaseLost
+	}
+	f := r.fence
+	r.mu.Unlock()
+	err := r.j.d.UpdateRun(context.WithoutCancel(ctx), f, u, r.j.now())
+	if err != nil && !errors.Is(err, ErrLeaseLost) {
+		return err
+	}
+	r.mu.Lock()
+	if err == nil {
+		r.status = u.Status
+	}
+	r.mu.Unlock()
+	r.lose()
+	return err
+}
+
+// lose marks this execution as no longer holding the lease.
+func (r *Run) lose() {
+	r.mu.Lock()
+	r.done = true
+	r.mu.Unlock()
+	r.j.drop(r)
+}
+
+// ended reports whether the lease is no longer held by this execution.
+func (r *Run) ended() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.done
+}
+
+// renew extends the lease; a lost lease ends this execution.
+func (r *Run) renew(ctx context.Context) {
+	r.mu.Lock()
+	if r.done {
+		r.mu.Unlock()
+		return
+	}
+	f := r.fence
+	r.mu.Unlock()
+	if err := r.j.d.RenewLease(ctx, f, r.j.now().Add(r.j.opts.LeaseTTL)); errors.Is(err, ErrLeaseLost) {
+		r.lose()
+	}
+}

@@ -1,0 +1,68 @@
+package journal
+
+import (
+	"context"
+	"errors"
+)
+
+// CreateStream stores the record of an agent event stream. CreatedAt defaults to now.
+// The follow route reads PrincipalID and Tenant for access checks.
+func (j *Journal) CreateStream(ctx context.Context, s Stream) error {
+	if s.ID == "" {
+		return errors.New("journal: stream needs an id")
+	}
+	if s.CreatedAt.IsZero() {
+		s.CreatedAt = j.now()
+	}
+	s.FinishedAt = nil
+	return j.d.CreateStream(ctx, s)
+}
+
+// GetStream loads a stream record; FinishedAt non-nil means the stream ended.
+func (j *Journal) GetStream(ctx context.Context, id string) (Stream, error) {
+	return j.d.GetStream(ctx, id)
+}
+
+// FinishStream marks the stream ended and wakes its followers.
+func (j *Journal) FinishStream(ctx context.Context, id string) error {
+	return j.d.FinishStream(ctx, id, j.now())
+}
+
+// AppendEvents stores rows that continue the stream gap-free. When the stream belongs to
+// a durable run, run must be this instance's execution of it: the append is fenced by its
+// lease. Most callers use a [LogWriter] instead.
+func (j *Journal) AppendEvents(ctx context.Context, streamID string, run *Run, rows ...EventRow) error {
+	var f *Fence
+	if run != nil {
+		if run.ended() {
+			return ErrLeaseLost
+		}
+		fc := run.Fence()
+		f = &fc
+	}
+	err := j.d.AppendEvents(ctx, streamID, f, rows)
+	if errors.Is(err, ErrLeaseLost) && run != nil {
+		run.lose()
+	}
+	return err
+}
+
+// ReadEvents returns up to limit rows with seq > after (limit <= 0 means 1000).
+func (j *Journal) ReadEvents(ctx context.Context, streamID string, after int64, limit int) ([]EventRow, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	return j.d.ReadEvents(ctx, streamID, after, limit)
+}
+
+// LastSeq returns the highest stored seq of the stream, 0 when empty.
+func (j *Journal) LastSeq(ctx context.Context, streamID string) (int64, error) {
+	return j.d.LastSeq(ctx, streamID)
+}
+
+// Subscribe returns a channel woken after new rows of the stream are committed (wake-ups
+// coalesce: one signal may stand for many rows, so read until empty) and a cancel
+// function. Drivers without [CapCrossProcessWakeups] only see appends made in-process.
+func (j *Journal) Subscribe(streamID string) (<-chan struct{}, func()) {
+	return j.d.Subscribe(streamID)
+}
