@@ -139,6 +139,27 @@ func (w *LogWriter) Write(ctx context.Context, event json.RawMessage) (int64, er
 	if ev.Type == "" {
 		return 0, errors.New(`journal: log event has no "type"`)
 	}
+	return w.write(ev, event)
+}
+
+// WriteDelta is [LogWriter.Write] for a TEXT_MESSAGE_CONTENT (id = messageId) or
+// TOOL_CALL_ARGS (id = toolCallId) event whose fields the caller already has: the hot
+// path of a token stream, which then needs no JSON parsing. event must be the encoded
+// event carrying those same fields.
+func (w *LogWriter) WriteDelta(ctx context.Context, typ, id, delta string, event json.RawMessage) (int64, error) {
+	ev := logEvent{Type: typ, Delta: &delta}
+	switch typ {
+	case "TEXT_MESSAGE_CONTENT":
+		ev.MessageID = id
+	case "TOOL_CALL_ARGS":
+		ev.ToolCallID = id
+	default:
+		return 0, fmt.Errorf("journal: WriteDelta: %s is not a delta event", typ)
+	}
+	return w.write(ev, event)
+}
+
+func (w *LogWriter) write(ev logEvent, event json.RawMessage) (int64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {

@@ -83,6 +83,45 @@ func logWriterCases() []testCase {
 			}
 			must(t, "Close", w.Close(e.ctx))
 		}},
+		{"LogWriter/WriteDeltaStoresWhatWriteStores", func(t *testing.T, e *env) {
+			j := e.journal("a")
+			e.stream(j, "s1", "")
+			e.stream(j, "s2", "")
+			a, err := j.NewLogWriter(e.ctx, "s1", nil, quiet)
+			must(t, "NewLogWriter", err)
+			b, err := j.NewLogWriter(e.ctx, "s2", nil, quiet)
+			must(t, "NewLogWriter", err)
+			deltas := []struct{ typ, id, delta string }{
+				{"TEXT_MESSAGE_CONTENT", "m-1", "Hel"}, {"TEXT_MESSAGE_CONTENT", "m-1", "lo"},
+				{"TOOL_CALL_ARGS", "c1", `{"a"`}, {"TOOL_CALL_ARGS", "c1", ":1}"},
+			}
+			write(t, e, a, `{"type":"RUN_STARTED","threadId":"t","runId":"s"}`)
+			write(t, e, b, `{"type":"RUN_STARTED","threadId":"t","runId":"s"}`)
+			for _, d := range deltas {
+				field := "messageId"
+				if d.typ == "TOOL_CALL_ARGS" {
+					field = "toolCallId"
+				}
+				raw, _ := json.Marshal(map[string]string{"type": d.typ, field: d.id, "delta": d.delta})
+				write(t, e, a, string(raw))
+				seq, err := b.WriteDelta(e.ctx, d.typ, d.id, d.delta, raw)
+				must(t, "WriteDelta", err)
+				if seq != 0 {
+					t.Fatalf("a delta gets no seq, got %d", seq)
+				}
+			}
+			if _, err := b.WriteDelta(e.ctx, "RUN_STARTED", "x", "y", json.RawMessage(`{}`)); err == nil {
+				t.Fatal("WriteDelta must refuse an event that is not a delta")
+			}
+			write(t, e, a, `{"type":"RUN_FINISHED","threadId":"t","runId":"s"}`)
+			write(t, e, b, `{"type":"RUN_FINISHED","threadId":"t","runId":"s"}`)
+			_, ra := e.seqs(j, "s1")
+			_, rb := e.seqs(j, "s2")
+			ga, gb := events(t, ra), events(t, rb)
+			if fmt.Sprint(ga) != fmt.Sprint(gb) || len(ga) != 4 {
+				t.Fatalf("Write stored %v\nWriteDelta stored %v", ga, gb)
+			}
+		}},
 		{"LogWriter/CommitsAreBatchedUntilFlush", func(t *testing.T, e *env) {
 			j := e.journal("a")
 			e.stream(j, "s1", "")
