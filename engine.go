@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"reflect"
 	"sync"
+
+	"github.com/bbc28f59/engine/journal"
 )
 
 // App is an application server built from units of flows. Build it with [New]; serve it
@@ -30,6 +32,7 @@ type App struct {
 	started     bool
 	extraRoutes []extraRoute
 	values      map[any]any
+	journal     *journal.Journal
 }
 
 // Option configures an [App]. Options are validated by [New].

@@ -299,6 +299,9 @@ func schemaFor(t reflect.Type) (*jsonschema.Schema, error) {
 	if t == reflect.TypeFor[NoContent]() {
 		return &jsonschema.Schema{}, nil
 	}
+	if t.Implements(schemaProviderType) {
+		return reflect.Zero(t).Interface().(SchemaProvider).JSONSchema(), nil
+	}
 	if v, ok := schemaCache.Load(t); ok {
 		return v.(*jsonschema.Schema).CloneSchemas(), nil
 	}
@@ -309,6 +312,14 @@ func schemaFor(t reflect.Type) (*jsonschema.Schema, error) {
 	schemaCache.Store(t, s)
 	return s.CloneSchemas(), nil
 }
+
+// SchemaProvider is implemented by input or output types whose JSON Schema cannot be
+// inferred from their Go fields (an event stream). JSONSchema must work on the zero value.
+type SchemaProvider interface {
+	JSONSchema() *jsonschema.Schema
+}
+
+var schemaProviderType = reflect.TypeFor[SchemaProvider]()
 
 // NoContent is the output type of flows that answer HTTP 204 with no body, such as a
 // store resource's remove flow.

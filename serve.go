@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -312,3 +313,65 @@ func (a *App) invoke(ctx context.Context, b *binding, p *Principal, input json.R
 	}
 	return out, nil
 }
+
+// Authenticate runs the app's authenticator on r: (nil, nil) without credentials or
+// without an authenticator. Plain routes mounted beside the flows (an SSE route) use it.
+func (a *App) Authenticate(r *http.Request) (*Principal, error) {
+	if a.auth == nil {
+		return nil, nil
+	}
+	return a.auth.Authenticate(r)
+}
+
+// CheckGates runs a bound flow's gates for principal p and input without running its
+// handler: nil when the call would be let through, the gate's denial otherwise. The
+// approval routes use it to check a tool's gate for the caller who decides.
+func (a *App) CheckGates(ctx context.Context, id string, p *Principal, input json.RawMessage) error {
+	b, ok := a.bindings[id]
+	if !ok {
+		return NotFound("no flow %s", id)
+	}
+	in, err := b.decode(input)
+	if err != nil {
+		return err
+	}
+	pass := func(*Fx, any) (any, error) { return nil, nil }
+	h := HandlerFunc(pass)
+	for i := len(b.mw) - 1; i >= 0; i-- {
+		h = b.mw[i](h)
+	}
+	if !b.def.public && p == nil {
+		return Unauthorized()
+	}
+	fx := a.newFx(ctx, b.def, nil)
+	fx.principal = p
+	_, err = h(fx, in)
+	if err != nil {
+		if e := a.publicError(ctx, b.def, err); e != nil {
+			return e
+		}
+		return err
+	}
+	return nil
+}
+
+// WriteData writes a success envelope carrying data (and the call's meta). A
+// [Responder] that sometimes answers with plain data uses it.
+func WriteData(fx *Fx, w http.ResponseWriter, r *http.Request, data any) {
+	fx.app.writeOutput(w, r, fx, fx.flow, data)
+}
+
+// WriteError writes err as the envelope, exactly as a handler's returned error would be.
+func WriteError(fx *Fx, w http.ResponseWriter, r *http.Request, err error) {
+	var def *FlowDef
+	var a *App
+	if fx != nil {
+		def, a = fx.flow, fx.app
+	}
+	if a == nil {
+		a = &App{logger: slogDefault()}
+	}
+	a.writeError(w, r, def, err)
+}
+
+func slogDefault() *slog.Logger { return slog.Default() }
