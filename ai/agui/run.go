@@ -1,0 +1,90 @@
+package agui
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// StopReason says why an agent loop stopped; it travels in [RunResult].StopReason.
+type StopReason string
+
+// The stop reasons delivered in RUN_FINISHED. Aborted and denied runs end with
+// [RunError] instead, so they have no constant here.
+const (
+	StopCompleted StopReason = "completed"
+	StopMaxSteps  StopReason = "max_steps"
+	StopBudget    StopReason = "budget"
+	StopError     StopReason = "error"
+)
+
+// RunResult is RUN_FINISHED.result. Cost is the model-reported spend summed over the
+// run; Output is the last tool result (or the raw provider payload of a text reply) and
+// is left out when nil. AG-UI takes any non-null value here, so the members are the
+// engine's own.
+type RunResult struct {
+	Cost       float64         `json:"cost"`
+	StopReason StopReason      `json:"stopReason"`
+	Output     json.RawMessage `json:"output,omitempty"`
+}
+
+// Usage is one element of RUN_FINISHED.usage. The counts are pointers because a count
+// the model did not report must be absent, never an invented zero; in Go 1.26 write
+// new(int64(n)) to set one. AG-UI requires counts to be non-negative integers.
+type Usage struct {
+	InputTokens  *int64 `json:"inputTokens,omitempty"`
+	OutputTokens *int64 `json:"outputTokens,omitempty"`
+}
+
+// OutcomeType is the discriminator of RUN_FINISHED.outcome.
+type OutcomeType string
+
+// The outcome types AG-UI 1.0 defines. The engine sends only [OutcomeInterrupt]; an
+// absent outcome means success.
+const (
+	OutcomeSuccess   OutcomeType = "success"
+	OutcomeInterrupt OutcomeType = "interrupt"
+	OutcomeCancelled OutcomeType = "cancelled"
+)
+
+// Outcome is RUN_FINISHED.outcome. For [OutcomeInterrupt] AG-UI requires at least one
+// interrupt.
+type Outcome struct {
+	Type       OutcomeType `json:"type"`
+	Interrupts []Interrupt `json:"interrupts,omitempty"`
+}
+
+// InterruptOutcome is the outcome of a run parked for approval.
+func InterruptOutcome(interrupts ...Interrupt) *Outcome {
+	return &Outcome{Type: OutcomeInterrupt, Interrupts: interrupts}
+}
+
+// ReasonApproval is the reason of a tool-approval interrupt.
+const ReasonApproval = "approval"
+
+// Interrupt is one approval interrupt record. ID, Reason and Payload are the service
+// contract's; ToolCallID and ExpiresAt are AG-UI's own interrupt fields, sent too so
+// stock AG-UI clients understand the park. ID is the only handle for the decision (see
+// [NewInterruptID]).
+type Interrupt struct {
+	ID         string           `json:"id"`
+	Reason     string           `json:"reason"`
+	Payload    InterruptPayload `json:"payload"`
+	ToolCallID string           `json:"toolCallId,omitempty"`
+	ExpiresAt  time.Time        `json:"expiresAt,omitzero"`
+}
+
+// InterruptPayload names the tool waiting for approval and the arguments it would get.
+type InterruptPayload struct {
+	Tool string `json:"tool"`
+	// Args is the tool input as a JSON object; nil is sent as {}.
+	Args json.RawMessage `json:"args"`
+}
+
+// MarshalJSON sends nil Args as an empty object, since the contract types it as one.
+func (p InterruptPayload) MarshalJSON() ([]byte, error) {
+	type fields InterruptPayload
+	if len(p.Args) == 0 {
+		p.Args = json.RawMessage(`{}`)
+	}
+	return json.Marshal(fields(p))
+}
