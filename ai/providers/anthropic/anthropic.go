@@ -1,0 +1,221 @@
+// Package anthropic is the [ai.Provider] for the Anthropic Messages API, built on the official SDK
+// github.com/anthropics/anthropic-sdk-go.
+//
+// The provider reads no environment variables or credential files: base URL and key come from [Options] only.
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+
+	sdk "github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+
+	"github.com/bbc28f59/engine/ai"
+)
+
+// DefaultBaseURL is Anthropic's own API, used when [Options.BaseURL] is empty.
+const DefaultBaseURL = "https://api.anthropic.com/"
+
+// DefaultMaxTokens is sent when [ai.Request.MaxTokens] is zero, because the Messages API requires a limit.
+const DefaultMaxTokens = 1024
+
+// Options configures a [Provider].
+type Options struct {
+	// BaseURL is the API root; empty means [DefaultBaseURL].
+	BaseURL string
+	// APIKey is sent as x-api-key; empty sends none (for gateways that authenticate otherwise).
+	APIKey string
+	// HTTPClient carries the requests; nil means a client without timeout (streams are long, and ctx bounds them).
+	HTTPClient *http.Client
+	// MaxRetries is how many times a request that failed before streaming (connection error, 408, 409, 429, 5xx)
+	// is retried by the SDK with backoff. Zero means no retry: the caller, usually a durable flow, decides.
+	MaxRetries int
+}
+
+// Provider streams Messages API turns. It is safe for concurrent use.
+type Provider struct {
+	messages sdk.MessageService
+}
+
+var _ ai.Provider = (*Provider)(nil)
+
+// New returns a provider for the server opts names.
+func New(opts Options) (*Provider, error) {
+	if opts.MaxRetries < 0 {
+		return nil, fmt.Errorf("anthropic: MaxRetries %d is negative", opts.MaxRetries)
+	}
+	base := opts.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	client := opts.HTTPClient
+	if client == nil {
+		client = &http.Client{}
+	}
+	ro := []option.RequestOption{
+		option.WithoutEnvironmentDefaults(),
+		option.WithBaseURL(base),
+		option.WithHTTPClient(client),
+		option.WithMaxRetries(opts.MaxRetries),
+	}
+	if opts.APIKey != "" {
+		ro = append(ro, option.WithAPIKey(opts.APIKey))
+	}
+	c := sdk.NewClient(ro...)
+	return &Provider{messages: c.Messages}, nil
+}
+
+// Name reports "anthropic".
+func (p *Provider) Name() string { return "anthropic" }
+
+// Stream sends req as a streaming Messages request and yields its chunks. Cancelling ctx, or stopping the
+// iteration, aborts the HTTP request.
+func (p *Provider) Stream(ctx context.Context, req ai.Request) iter.Seq2[ai.Chunk, error] {
+	return func(yield func(ai.Chunk, error) bool) {
+		params, err := buildParams(req)
+		if err != nil {
+			yield(ai.Chunk{}, err)
+			return
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stream := p.messages.NewStreaming(ctx, params)
+		defer stream.Close()
+		var t turn
+		for stream.Next() {
+			for _, c := range t.convert(stream.Current()) {
+				if !yield(c, nil) {
+					return
+				}
+			}
+		}
+		if err := stream.Err(); err != nil {
+			yield(ai.Chunk{}, wrapErr(ctx, err))
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			yield(ai.Chunk{}, fmt.Errorf("anthropic: %w", err))
+			return
+		}
+		if c, ok := t.flushUsage(); ok {
+			yield(c, nil)
+		}
+	}
+}
+
+// turn tracks what one stream has said so far: which content blocks are tool calls (Anthropic numbers all
+// blocks, text included; [ai.ToolCallDelta.Index] counts tool calls only) and the usage, which arrives in two parts.
+type turn struct {
+	toolIndex map[int64]int
+	usage     ai.Usage
+	reported  bool
+}
+
+func (t *turn) convert(ev sdk.MessageStreamEventUnion) []ai.Chunk {
+	switch ev.Type {
+	case "message_start":
+		m := ev.AsMessageStart().Message
+		if m.JSON.Usage.Valid() {
+			if m.Usage.JSON.InputTokens.Valid() {
+				n := m.Usage.InputTokens
+				t.usage.InputTokens = &n
+			}
+			if m.Usage.JSON.OutputTokens.Valid() {
+				n := m.Usage.OutputTokens
+				t.usage.OutputTokens = &n
+			}
+		}
+	case "content_block_start":
+		e := ev.AsContentBlockStart()
+		switch e.ContentBlock.Type {
+		case "tool_use":
+			if t.toolIndex == nil {
+				t.toolIndex = map[int64]int{}
+			}
+			i := len(t.toolIndex)
+			t.toolIndex[e.Index] = i
+			b := e.ContentBlock.AsToolUse()
+			return []ai.Chunk{{ToolCall: &ai.ToolCallDelta{Index: i, ID: b.ID, Name: b.Name}}}
+		case "text":
+			if s := e.ContentBlock.AsText().Text; s != "" {
+				return []ai.Chunk{{Text: s}}
+			}
+		}
+	case "content_block_delta":
+		e := ev.AsContentBlockDelta()
+		switch e.Delta.Type {
+		case "text_delta":
+			if s := e.Delta.AsTextDelta().Text; s != "" {
+				return []ai.Chunk{{Text: s}}
+			}
+		case "input_json_delta":
+			i, ok := t.toolIndex[e.Index]
+			if s := e.Delta.AsInputJSONDelta().PartialJSON; ok && s != "" {
+				return []ai.Chunk{{ToolCall: &ai.ToolCallDelta{Index: i, ArgsDelta: s}}}
+			}
+		}
+	case "message_delta":
+		e := ev.AsMessageDelta()
+		if e.JSON.Usage.Valid() {
+			// message_delta counts are cumulative for the whole message, so they replace the opening ones.
+			if e.Usage.JSON.InputTokens.Valid() {
+				n := e.Usage.InputTokens
+				t.usage.InputTokens = &n
+			}
+			if e.Usage.JSON.OutputTokens.Valid() {
+				n := e.Usage.OutputTokens
+				t.usage.OutputTokens = &n
+			}
+		}
+		c := ai.Chunk{FinishReason: string(e.Delta.StopReason)}
+		if u, ok := t.flushUsage(); ok {
+			c.Usage = u.Usage
+		}
+		if c.FinishReason != "" || c.Usage != nil {
+			return []ai.Chunk{c}
+		}
+	}
+	return nil
+}
+
+// flushUsage returns the usage chunk once, if anything was reported.
+func (t *turn) flushUsage() (ai.Chunk, bool) {
+	if t.reported || t.usage.IsZero() {
+		return ai.Chunk{}, false
+	}
+	t.reported = true
+	u := t.usage
+	return ai.Chunk{Usage: &u}, true
+}
+
+// wrapErr turns SDK errors into a context error when ctx ended and into [ai.ProviderError] carrying Anthropic's
+// message otherwise.
+func wrapErr(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("anthropic: request aborted: %w", ctxErr)
+	}
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) {
+		var body struct {
+			Error struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal([]byte(apiErr.RawJSON()), &body)
+		perr := &ai.ProviderError{Provider: "anthropic", Type: body.Error.Type, Message: body.Error.Message, Err: err}
+		if apiErr.StatusCode >= 400 {
+			perr.Status = apiErr.StatusCode // an error event inside a 200 stream keeps Status 0
+		}
+		if perr.Message == "" {
+			perr.Message = http.StatusText(apiErr.StatusCode)
+		}
+		return perr
+	}
+	return fmt.Errorf("anthropic: %w", err)
+}

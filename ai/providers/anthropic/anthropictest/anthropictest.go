@@ -1,0 +1,274 @@
+// Package anthropictest is an in-process fake of the Anthropic Messages streaming API, for tests of code that talks
+// to Anthropic. It speaks the real wire format: `event:`/`data:` pairs message_start, content_block_start, ping,
+// content_block_delta (text_delta, input_json_delta), content_block_stop, message_delta and message_stop.
+package anthropictest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"time"
+)
+
+// Turn scripts one response of the fake.
+type Turn struct {
+	// Text is streamed as one text block of text_delta events, word by word.
+	Text string
+	// ToolCalls are streamed after the text, each as a tool_use block whose input arrives in input_json_delta
+	// pieces.
+	ToolCalls []ToolCall
+	// OmitToolCallIDs sends tool_use blocks with an empty id (Anthropic itself always sends one; compatible
+	// gateways may not), to exercise the agent loop's fallback.
+	OmitToolCallIDs bool
+	// Usage is reported in message_start (input) and message_delta (output); nil leaves usage out of both events.
+	Usage *Usage
+	// StopReason overrides the reason sent; by default "tool_use" when the turn calls tools, else "end_turn".
+	StopReason string
+	// Delay is waited before every event: a slow server, for cancellation tests.
+	Delay time.Duration
+	// Status, when not zero, answers with this HTTP status and an Anthropic error body carrying ErrorMessage
+	// instead of a stream.
+	Status int
+	// ErrorMessage is the message of the HTTP error (Status) or, when Status is zero, of an `event: error` sent in
+	// the middle of the stream, after the text.
+	ErrorMessage string
+}
+
+// ToolCall is a tool call the fake model makes. Arguments is JSON text.
+type ToolCall struct {
+	ID, Name, Arguments string
+}
+
+// Usage is the token counts the fake reports.
+type Usage struct {
+	InputTokens, OutputTokens int64
+}
+
+// Request is a Messages request as the fake decoded it.
+type Request struct {
+	Model     string          `json:"model"`
+	MaxTokens int64           `json:"max_tokens"`
+	System    json.RawMessage `json:"system"`
+	Messages  []Message       `json:"messages"`
+	Tools     []Tool          `json:"tools"`
+	Stream    bool            `json:"stream"`
+	// Header is the request's HTTP header (x-api-key, anthropic-version, ...).
+	Header http.Header `json:"-"`
+	// Raw is the request body as received.
+	Raw json.RawMessage `json:"-"`
+}
+
+// SystemText returns the system prompt: the string itself, or the text blocks joined.
+func (r Request) SystemText() string { return text(r.System) }
+
+// Message is one request message. Content is decoded as blocks whether it was sent as a string or a list.
+type Message struct {
+	Role    string  `json:"role"`
+	Content []Block `json:"content"`
+}
+
+// UnmarshalJSON accepts both content forms of the API: a plain string becomes one text block.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	m.Role = raw.Role
+	var s string
+	if json.Unmarshal(raw.Content, &s) == nil {
+		m.Content = []Block{{Type: "text", Text: s}}
+		return nil
+	}
+	return json.Unmarshal(raw.Content, &m.Content)
+}
+
+// Block is a content block of a request message (text, tool_use or tool_result).
+type Block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   json.RawMessage `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+}
+
+// ContentText returns a tool_result's content as text.
+func (b Block) ContentText() string { return text(b.Content) }
+
+// Tool is a tool offered in the request.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+func text(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(raw, &parts)
+	for _, p := range parts {
+		s += p.Text
+	}
+	return s
+}
+
+// Server is the running fake. It is safe for concurrent requests.
+type Server struct {
+	srv          *httptest.Server
+	turns        []Turn
+	pick         func(Request) Turn
+	disconnected chan struct{}
+
+	mu       sync.Mutex
+	requests []Request
+}
+
+// NewServer starts a fake that answers a request holding n assistant messages with turns[n], so concurrent
+// conversations and replays get the same script. A request past the end of the script gets HTTP 500.
+func NewServer(turns ...Turn) *Server {
+	s := &Server{turns: turns, disconnected: make(chan struct{}, 64)}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// NewServerFunc starts a fake that answers each request with the turn fn picks for it. fn may be called
+// concurrently.
+func NewServerFunc(fn func(req Request) Turn) *Server {
+	s := &Server{pick: fn, disconnected: make(chan struct{}, 64)}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// URL is the base URL to give the provider.
+func (s *Server) URL() string { return s.srv.URL }
+
+// Close shuts the server down, waiting for in-flight requests.
+func (s *Server) Close() { s.srv.Close() }
+
+// Requests returns the requests received so far, in arrival order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// RequestCount is the number of requests received so far.
+func (s *Server) RequestCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.requests)
+}
+
+// Disconnected receives one value each time a client went away before its stream was complete: the proof that a
+// cancelled context really cancelled the HTTP request. It buffers 64 notices; more are dropped.
+func (s *Server) Disconnected() <-chan struct{} { return s.disconnected }
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
+		writeError(w, http.StatusNotFound, "anthropictest: no route "+r.Method+" "+r.URL.Path)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	var req Request
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "anthropictest: bad request body: "+err.Error())
+		return
+	}
+	req.Raw = body
+	req.Header = r.Header.Clone()
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	s.mu.Unlock()
+
+	n := 0
+	for _, m := range req.Messages {
+		if m.Role == "assistant" {
+			n++
+		}
+	}
+	var turn Turn
+	switch {
+	case s.pick != nil:
+		turn = s.pick(req)
+	case n < len(s.turns):
+		turn = s.turns[n]
+	default:
+		writeError(w, http.StatusInternalServerError,
+			fmt.Sprintf("anthropictest: no turn %d: the script has %d turns", n+1, len(s.turns)))
+		return
+	}
+	if turn.Status != 0 {
+		writeError(w, turn.Status, turn.ErrorMessage)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	for _, ev := range events(turn, req.Model, n) {
+		if turn.Delay > 0 {
+			t := time.NewTimer(turn.Delay)
+			select {
+			case <-r.Context().Done():
+				t.Stop()
+				s.noteDisconnect()
+				return
+			case <-t.C:
+			}
+		}
+		if _, err := w.Write(ev); err != nil {
+			s.noteDisconnect()
+			return
+		}
+		http.NewResponseController(w).Flush()
+	}
+}
+
+func (s *Server) noteDisconnect() {
+	select {
+	case s.disconnected <- struct{}{}:
+	default:
+	}
+}
+
+// writeError answers as the Anthropic API does on failure.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	body, _ := json.Marshal(errorEvent{Type: "error", Error: errorBody{Type: errorType(status), Message: msg}})
+	_, _ = w.Write(body)
+}
+
+func errorType(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case 529:
+		return "overloaded_error"
+	}
+	if status >= 500 {
+		return "api_error"
+	}
+	return "invalid_request_error"
+}

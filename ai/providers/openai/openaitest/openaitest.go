@@ -1,0 +1,275 @@
+// Package openaitest is an in-process fake of the OpenAI chat-completions streaming API, for tests of code that
+// talks to an OpenAI-compatible server (the openai provider, the agent loop, the agent stream route). It speaks the
+// real wire format: `data: {chat.completion.chunk}` frames, tool-call deltas split over several chunks, a final usage
+// chunk with empty choices when the request asks for it, and `data: [DONE]`.
+package openaitest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"time"
+)
+
+// Turn scripts one response of the fake.
+type Turn struct {
+	// Text is streamed as content deltas, word by word.
+	Text string
+	// ToolCalls are streamed after the text, each as a head chunk (index, id, type, name) then its arguments split
+	// over several chunks.
+	ToolCalls []ToolCall
+	// OmitToolCallIDs sends every tool call without an id, as some compatible servers do.
+	OmitToolCallIDs bool
+	// Usage is sent as the final chunk (empty choices) when the request set stream_options.include_usage; nil sends
+	// no usage at all.
+	Usage *Usage
+	// FinishReason overrides the reason sent; by default "tool_calls" when the turn calls tools, else "stop".
+	FinishReason string
+	// Delay is waited before every frame: a slow server, for cancellation tests.
+	Delay time.Duration
+	// Status, when not zero, answers with this HTTP status and an OpenAI error body carrying ErrorMessage instead
+	// of a stream.
+	Status int
+	// ErrorMessage is the message of the HTTP error (Status) or, when Status is zero, of an error frame sent in the
+	// middle of the stream, after the text.
+	ErrorMessage string
+}
+
+// ToolCall is a tool call the fake model makes. Arguments is JSON text.
+type ToolCall struct {
+	ID, Name, Arguments string
+}
+
+// Usage is the usage the fake reports. Cost, when set, is sent as the non-standard usage.cost some
+// OpenAI-compatible servers add.
+type Usage struct {
+	PromptTokens, CompletionTokens int64
+	Cost                           *float64
+}
+
+// Request is a chat-completions request as the fake decoded it.
+type Request struct {
+	Model               string         `json:"model"`
+	Messages            []Message      `json:"messages"`
+	Tools               []Tool         `json:"tools"`
+	Stream              bool           `json:"stream"`
+	StreamOptions       *StreamOptions `json:"stream_options"`
+	MaxTokens           *int64         `json:"max_tokens"`
+	MaxCompletionTokens *int64         `json:"max_completion_tokens"`
+	// Header is the request's HTTP header (Authorization, ...).
+	Header http.Header `json:"-"`
+	// Raw is the request body as received.
+	Raw json.RawMessage `json:"-"`
+}
+
+// StreamOptions is the request's stream_options.
+type StreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// Message is one request message. Content is kept raw because the API allows a string or a list of parts; see
+// [Message.Text].
+type Message struct {
+	Role       string            `json:"role"`
+	Content    json.RawMessage   `json:"content"`
+	ToolCalls  []MessageToolCall `json:"tool_calls"`
+	ToolCallID string            `json:"tool_call_id"`
+}
+
+// Text returns the message content as text: the string itself, or the text parts joined.
+func (m Message) Text() string {
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(m.Content, &parts)
+	for _, p := range parts {
+		s += p.Text
+	}
+	return s
+}
+
+// MessageToolCall is a tool call in an assistant message of the request.
+type MessageToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// Tool is a tool offered in the request.
+type Tool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+// Server is the running fake. It is safe for concurrent requests.
+type Server struct {
+	srv          *httptest.Server
+	turns        []Turn
+	pick         func(Request) Turn
+	disconnected chan struct{}
+
+	mu       sync.Mutex
+	requests []Request
+}
+
+// NewServer starts a fake that answers a request holding n assistant messages with turns[n], so concurrent
+// conversations and replays get the same script. A request past the end of the script gets HTTP 500.
+func NewServer(turns ...Turn) *Server {
+	s := &Server{turns: turns, disconnected: make(chan struct{}, 64)}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// NewServerFunc starts a fake that answers each request with the turn fn picks for it. fn may be called
+// concurrently.
+func NewServerFunc(fn func(req Request) Turn) *Server {
+	s := &Server{pick: fn, disconnected: make(chan struct{}, 64)}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// URL is the base URL to give the provider (it ends in /v1, as OpenAI's does).
+func (s *Server) URL() string { return s.srv.URL + "/v1" }
+
+// Close shuts the server down, waiting for in-flight requests.
+func (s *Server) Close() { s.srv.Close() }
+
+// Requests returns the requests received so far, in arrival order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// RequestCount is the number of requests received so far.
+func (s *Server) RequestCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.requests)
+}
+
+// Disconnected receives one value each time a client went away before its stream was complete: the proof that a
+// cancelled context really cancelled the HTTP request. It buffers 64 notices; more are dropped.
+func (s *Server) Disconnected() <-chan struct{} { return s.disconnected }
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		writeError(w, http.StatusNotFound, "openaitest: no route "+r.Method+" "+r.URL.Path)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	var req Request
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "openaitest: bad request body: "+err.Error())
+		return
+	}
+	req.Raw = body
+	req.Header = r.Header.Clone()
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	s.mu.Unlock()
+
+	n := 0
+	for _, m := range req.Messages {
+		if m.Role == "assistant" {
+			n++
+		}
+	}
+	var turn Turn
+	switch {
+	case s.pick != nil:
+		turn = s.pick(req)
+	case n < len(s.turns):
+		turn = s.turns[n]
+	default:
+		writeError(w, http.StatusInternalServerError,
+			fmt.Sprintf("openaitest: no turn %d: the script has %d turns", n+1, len(s.turns)))
+		return
+	}
+	if turn.Status != 0 {
+		writeError(w, turn.Status, turn.ErrorMessage)
+		return
+	}
+	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	for _, frame := range frames(turn, req.Model, n, includeUsage) {
+		if turn.Delay > 0 {
+			t := time.NewTimer(turn.Delay)
+			select {
+			case <-r.Context().Done():
+				t.Stop()
+				s.noteDisconnect()
+				return
+			case <-t.C:
+			}
+		}
+		if _, err := w.Write(frame); err != nil {
+			s.noteDisconnect()
+			return
+		}
+		http.NewResponseController(w).Flush()
+	}
+}
+
+func (s *Server) noteDisconnect() {
+	select {
+	case s.disconnected <- struct{}{}:
+	default:
+	}
+}
+
+// writeError answers as the OpenAI API does on failure.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(errorJSON(msg, errorType(status)))
+}
+
+func errorType(status int) string {
+	switch {
+	case status == http.StatusUnauthorized:
+		return "authentication_error"
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_exceeded"
+	case status >= 500:
+		return "server_error"
+	default:
+		return "invalid_request_error"
+	}
+}
+
+// errorBody is OpenAI's error object, fields in OpenAI's order.
+type errorBody struct {
+	Error struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	} `json:"error"`
+}
+
+func errorJSON(msg, typ string) []byte {
+	var e errorBody
+	e.Error.Message, e.Error.Type = msg, typ
+	b, _ := json.Marshal(e) // strings only: cannot fail
+	return b
+}
