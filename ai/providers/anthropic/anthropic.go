@@ -65,6 +65,13 @@ func New(opts Options) (*Provider, error) {
 	}
 	if opts.APIKey != "" {
 		ro = append(ro, option.WithAPIKey(opts.APIKey))
+	} else {
+		// Without a key the SDK refuses to send unless the caller authenticates some other
+		// way, which it recognises by a caller-supplied middleware: a gateway or a local
+		// server needs none, so this pass-through one says "sent as is".
+		ro = append(ro, option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			return next(r)
+		}))
 	}
 	c := sdk.NewClient(ro...)
 	return &Provider{messages: c.Messages}, nil
