@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -31,7 +32,11 @@ func restInput(r *http.Request, def *FlowDef, body []byte) ([]byte, error) {
 	obj := map[string]any{}
 	var issues []ValidationIssue
 	if isQuery {
-		for key, vals := range r.URL.Query() {
+		query, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			return nil, Invalid(ValidationIssue{Message: "malformed query string: " + err.Error()})
+		}
+		for key, vals := range query {
 			v, issue := typedParam(def.inSchema, key, vals, false)
 			if issue != nil {
 				issues = append(issues, *issue)

@@ -58,6 +58,12 @@ func Options(opts ...Option) Option {
 	})
 }
 
+// InvalidOption is an option that makes [New] fail with err: an extension package whose
+// own configuration is wrong reports it where every other option error surfaces.
+func InvalidOption(err error) Option {
+	return optionFunc(func(*App) error { return err })
+}
+
 // WithLogger sets the logger for internal errors and panics (logged with detail, never
 // sent to callers). The default is [slog.Default].
 func WithLogger(l *slog.Logger) Option {
@@ -285,6 +291,29 @@ func Use(mw ...Middleware) BindOption {
 	}
 }
 
+// BindOptions groups several bind options into one, so an extension (a gate) can hand a
+// binding everything it needs as a single value.
+func BindOptions(opts ...BindOption) BindOption {
+	return func(b *binding) error {
+		for _, o := range opts {
+			if o == nil {
+				continue
+			}
+			if err := o(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// InvalidBindOption is a bind option that makes [New] fail with err: a misconfigured gate
+// reports itself where every other registration error surfaces, instead of guarding
+// nothing.
+func InvalidBindOption(err error) BindOption {
+	return func(*binding) error { return err }
+}
+
 // Tag attaches a descriptor flag to a binding, published in the descriptor under "tags".
 // The gate package tags the gates it adds under "gate", which also marks a public flow
 // (one that can still be rate limited) as gated.
@@ -305,6 +334,7 @@ type binding struct {
 	handle HandlerFunc // the typed handler wrapped, before middleware
 	call   HandlerFunc // with middleware and the durable runner
 	decode func(raw []byte) (any, error)
+	zero   func() any
 	values map[any]any
 }
 
@@ -328,6 +358,7 @@ func Bind[In, Out any](f *Flow[In, Out], h func(fx *Fx, in In) (Out, error), opt
 			}
 			return h(fx, v)
 		}
+		b.zero = func() any { var in In; return in }
 		b.decode = func(raw []byte) (any, error) {
 			var in In
 			if err := decodeInput(raw, &in, f.def); err != nil {

@@ -52,7 +52,7 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.SetPathValue(name, vals[i])
 	}
 	if t.extra != nil {
-		t.extra.ServeHTTP(w, r)
+		t.extra.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), appKey{}, a)))
 		return
 	}
 	a.serveFlow(w, r, t.binding, true)
@@ -111,10 +111,30 @@ func (a *App) serveFlow(w http.ResponseWriter, r *http.Request, b *binding, rest
 	}
 	out, err := b.call(fx, in)
 	if err != nil {
+		if errors.Is(err, ErrParked) {
+			a.writeParked(w, r, fx)
+			return
+		}
 		a.writeError(w, r, b.def, err)
 		return
 	}
 	a.writeOutput(w, r, fx, b.def, out)
+}
+
+// writeParked answers a durable call that parked awaiting a decision: 202 Accepted, no
+// data, and meta {parked: true, runId} so the caller can find the run again.
+func (a *App) writeParked(w http.ResponseWriter, r *http.Request, fx *Fx) {
+	if run := RunOf(fx); run != nil {
+		fx.SetMeta("runId", run.ID)
+	}
+	fx.SetMeta("parked", true)
+	meta, _ := fx.metaJSON()
+	buf := getBuf()
+	*buf = httpx.AppendEnvelope((*buf)[:0], []byte("null"), "", nil, meta)
+	w.Header().Set("Content-Type", httpx.ContentTypeJSON)
+	w.WriteHeader(http.StatusAccepted)
+	_, _ = w.Write(*buf)
+	putBuf(buf)
 }
 
 func (a *App) newFx(ctx context.Context, def *FlowDef, r *http.Request) *Fx {
@@ -324,16 +344,22 @@ func (a *App) Authenticate(r *http.Request) (*Principal, error) {
 }
 
 // CheckGates runs a bound flow's gates for principal p and input without running its
-// handler: nil when the call would be let through, the gate's denial otherwise. The
+// handler: nil when the call would be let through, the gate's denial otherwise. A nil
+// input gives the gates the zero value of the flow's input type. The
 // approval routes use it to check a tool's gate for the caller who decides.
 func (a *App) CheckGates(ctx context.Context, id string, p *Principal, input json.RawMessage) error {
 	b, ok := a.bindings[id]
 	if !ok {
 		return NotFound("no flow %s", id)
 	}
-	in, err := b.decode(input)
-	if err != nil {
-		return err
+	var in any
+	if input == nil {
+		in = b.zero()
+	} else {
+		var err error
+		if in, err = b.decode(input); err != nil {
+			return err
+		}
 	}
 	pass := func(*Fx, any) (any, error) { return nil, nil }
 	h := HandlerFunc(pass)
@@ -345,8 +371,7 @@ func (a *App) CheckGates(ctx context.Context, id string, p *Principal, input jso
 	}
 	fx := a.newFx(ctx, b.def, nil)
 	fx.principal = p
-	_, err = h(fx, in)
-	if err != nil {
+	if _, err := h(fx, in); err != nil {
 		if e := a.publicError(ctx, b.def, err); e != nil {
 			return e
 		}
@@ -375,3 +400,11 @@ func WriteError(fx *Fx, w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func slogDefault() *slog.Logger { return slog.Default() }
+
+type appKey struct{}
+
+// AppOf returns the app serving a route mounted with [Mount].
+func AppOf(r *http.Request) *App {
+	a, _ := r.Context().Value(appKey{}).(*App)
+	return a
+}
