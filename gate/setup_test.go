@@ -1,0 +1,242 @@
+package gate_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/clientx"
+	"github.com/bbc28f59/engine/gate"
+	"github.com/bbc28f59/engine/vault"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	_ "modernc.org/sqlite"
+)
+
+// fakeClock is a settable clock shared by the auth and the limiters under test.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+var dbSeq atomic.Int64
+
+// openSQLite returns a private in-memory SQLite database.
+func openSQLite(t *testing.T) *bun.DB {
+	t.Helper()
+	name := fmt.Sprintf("file:gate-test-%d-%d?mode=memory&cache=shared&_pragma=busy_timeout(5000)&_txlock=immediate", os.Getpid(), dbSeq.Add(1))
+	sqldb, err := sql.Open("sqlite", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqldb.SetMaxOpenConns(1)
+	db := bun.NewDB(sqldb, sqlitedialect.New())
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// openPostgres returns the test Postgres database, or skips saying why.
+func openPostgres(t *testing.T) *bun.DB {
+	t.Helper()
+	dsn := os.Getenv("ENGINE_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("ENGINE_TEST_POSTGRES_DSN is not set; skipping the Postgres run")
+	}
+	pool, err := pgxpool.New(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := bun.NewDB(stdlib.OpenDBFromPool(pool), pgdialect.New())
+	t.Cleanup(func() { _ = db.Close(); pool.Close() })
+	return db
+}
+
+const testKey = "0123456789abcdef0123456789abcdef-test-key"
+
+// The test app's flows: one per kind of gate.
+var (
+	testUnit = engine.NewUnit("t")
+	echoFlow = engine.Define[EchoIn, EchoIn](testUnit, "echo")
+	scoped   = engine.Define[EchoIn, EchoIn](testUnit, "scoped")
+	policed  = engine.Define[EchoIn, EchoIn](testUnit, "policed")
+	limited  = engine.Define[EchoIn, EchoIn](testUnit, "limited", engine.Public())
+	whoami   = engine.Define[EchoIn, EchoIn](testUnit, "whoami", engine.Public())
+)
+
+type EchoIn struct {
+	Text string `json:"text,omitempty"`
+}
+
+type harness struct {
+	auth   *gate.Auth
+	app    *engine.App
+	srv    *httptest.Server
+	clock  *fakeClock
+	lim    *gate.MemoryLimiter
+	userID map[string]string
+}
+
+const pw = "correct horse battery staple"
+
+// setup builds an app with auth (fast hashing, fake clock), the test flows and seeded
+// users, served over loopback HTTP.
+func setup(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{clock: newClock(), userID: map[string]string{}}
+	db := openSQLite(t)
+	v, err := vault.New(vault.Map{"JWT_KEY": testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := gate.KeysFromVault(context.Background(), v, "JWT_KEY")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.auth, err = gate.NewAuth(gate.AuthConfig{DB: db, Keys: keys, Hash: gate.FastHashParams, Now: h.clock.Now, AccessTTL: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.lim, err = gate.NewMemoryLimiter(gate.Limit{Events: 5, Per: time.Minute}, gate.WithLimiterClock(h.clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo := func(_ *engine.Fx, in EchoIn) (EchoIn, error) { return in, nil }
+	h.app, err = engine.New(
+		h.auth.Option(),
+		vault.With(v),
+		engine.Bind(echoFlow, echo),
+		engine.Bind(scoped, echo, gate.Scopes("notes:write")),
+		engine.Bind(policed, echo, gate.Policy(func(fx *engine.Fx, in EchoIn) error {
+			if in.Text != "please" {
+				return gate.Deny("ask nicely")
+			}
+			return nil
+		})),
+		engine.Bind(limited, echo, gate.RateLimit(h.lim, gate.ByClientIP(gate.RemoteAddr))),
+		engine.Bind(whoami, func(fx *engine.Fx, in EchoIn) (EchoIn, error) {
+			if p := fx.Principal(); p != nil {
+				return EchoIn{Text: p.Email}, nil
+			}
+			return EchoIn{Text: "anonymous"}, nil
+		}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := h.app.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.app.Close(context.Background()) })
+	for _, u := range []gate.User{
+		{Email: "alice@example.com", Password: pw, Tenant: "t1", Scopes: []string{"notes:read", "notes:write"}},
+		{Email: "bob@example.com", Password: pw, Tenant: "t1", Scopes: []string{"notes:read"}},
+	} {
+		id, err := h.auth.EnsureUser(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.userID[u.Email] = id
+	}
+	h.srv = httptest.NewServer(h.app.Handler())
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+// client returns a typed client over REST, with bearer auth when tok is not nil.
+func (h *harness) client(t *testing.T, opts ...clientx.Option) *clientx.Client {
+	t.Helper()
+	c, err := clientx.ForApp(h.app, h.srv.URL, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (h *harness) signIn(t *testing.T, email string) gate.TokenSet {
+	t.Helper()
+	r := clientx.Call(context.Background(), h.client(t), gate.SignInEmail, gate.Credentials{Email: email, Password: pw})
+	if r.Error != nil {
+		t.Fatalf("sign in %s: %v", email, r.Error)
+	}
+	return r.Data
+}
+
+// raw posts an RPC call with an optional bearer token and returns status, headers and
+// the decoded envelope.
+func (h *harness) raw(t *testing.T, flow, token, body string) (int, http.Header, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.srv.URL+"/_engine/"+strings.Replace(flow, ".", "/", 1), strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var env map[string]any
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &env); err != nil {
+			t.Fatalf("%s: not an envelope: %s", flow, b)
+		}
+	}
+	return resp.StatusCode, resp.Header, env
+}
+
+// errorJSON returns the envelope's error object re-encoded, for exact comparisons.
+func errorJSON(t *testing.T, env map[string]any) string {
+	t.Helper()
+	b, err := json.Marshal(env["error"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// benchDB is openSQLite for benchmarks.
+func benchDB(b *testing.B) *bun.DB {
+	b.Helper()
+	sqldb, err := sql.Open("sqlite", fmt.Sprintf("file:gate-bench-%d?mode=memory&cache=shared", dbSeq.Add(1)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	db := bun.NewDB(sqldb, sqlitedialect.New())
+	b.Cleanup(func() { _ = db.Close() })
+	return db
+}

@@ -1,0 +1,133 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+)
+
+// SQLLimiter is a [Limiter] whose token buckets live in the app's database, one row per
+// key, so several instances on one database share every limit. Each decision is a single
+// INSERT … ON CONFLICT DO UPDATE … RETURNING statement: the database serialises racing
+// callers on the row, so no two of them take the same token, on SQLite and Postgres alike.
+//
+// The refill is computed from the caller's clock (milliseconds since the epoch), so
+// instances sharing a database should run NTP-synchronised clocks; a clock running behind
+// never removes tokens (time deltas below zero count as zero).
+type SQLLimiter struct {
+	db    *bun.DB
+	table string
+	limit Limit
+	now   func() time.Time
+	query string
+}
+
+var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// SQLOption configures an [SQLLimiter].
+type SQLOption func(*SQLLimiter)
+
+// WithSQLTable sets the table name (default engine_rate_limits). Limiters with different
+// limits need different tables, or keys that never collide.
+func WithSQLTable(name string) SQLOption { return func(s *SQLLimiter) { s.table = name } }
+
+// WithSQLClock sets the clock, for tests.
+func WithSQLClock(now func() time.Time) SQLOption {
+	return func(s *SQLLimiter) {
+		if now != nil {
+			s.now = now
+		}
+	}
+}
+
+// NewSQLLimiter returns a database-backed limiter applying l to every key. Call
+// [SQLLimiter.CreateTable] once (for example from [engine.OnStart]) before use.
+func NewSQLLimiter(db *bun.DB, l Limit, opts ...SQLOption) (*SQLLimiter, error) {
+	if db == nil {
+		return nil, errors.New("gate.NewSQLLimiter: nil db")
+	}
+	l, err := l.validate()
+	if err != nil {
+		return nil, err
+	}
+	s := &SQLLimiter{db: db, table: "engine_rate_limits", limit: l, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	if !tableName.MatchString(s.table) {
+		return nil, fmt.Errorf("gate.NewSQLLimiter: bad table name %q", s.table)
+	}
+	least, greatest := "LEAST", "GREATEST"
+	switch db.Dialect().Name() {
+	case dialect.PG:
+	case dialect.SQLite:
+		least, greatest = "min", "max"
+	default:
+		return nil, fmt.Errorf("gate.NewSQLLimiter: unsupported dialect %s", db.Dialect().Name())
+	}
+	// bun's indexed placeholders: ?0 key, ?1 burst-1, ?2 now (ms), ?3 burst, ?4 refill
+	// per ms. Every SET expression reads the old row, so the refilled level is the same
+	// in each.
+	refilled := fmt.Sprintf("%s(?3, t.tokens + %s(0, ?2 - t.updated_ms) * ?4)", least, greatest)
+	s.query = fmt.Sprintf(`INSERT INTO %[1]s AS t (bucket, tokens, updated_ms, ok) VALUES (?0, ?1, ?2, TRUE)
+ON CONFLICT (bucket) DO UPDATE SET
+  tokens = CASE WHEN %[2]s >= 1 THEN %[2]s - 1 ELSE %[2]s END,
+  ok = (%[2]s >= 1),
+  updated_ms = %[3]s(t.updated_ms, ?2)
+RETURNING tokens, ok`, s.table, refilled, greatest)
+	return s, nil
+}
+
+// CreateTable creates the bucket table when missing.
+func (s *SQLLimiter) CreateTable(ctx context.Context) error {
+	typ := "DOUBLE PRECISION"
+	boolean := "BOOLEAN"
+	if s.db.Dialect().Name() == dialect.SQLite {
+		typ = "REAL"
+	}
+	_, err := s.db.ExecContext(ctx, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+  bucket TEXT PRIMARY KEY,
+  tokens %s NOT NULL,
+  updated_ms BIGINT NOT NULL,
+  ok %s NOT NULL)`, s.table, typ, boolean))
+	if err != nil {
+		return fmt.Errorf("gate: creating %s: %w", s.table, err)
+	}
+	return nil
+}
+
+// Allow implements [Limiter].
+func (s *SQLLimiter) Allow(ctx context.Context, key string) (bool, time.Duration, error) {
+	nowMs := s.now().UnixMilli()
+	ratePerMs := s.limit.perSecond() / 1000
+	burst := float64(s.limit.Burst)
+	var tokens float64
+	var ok bool
+	err := s.db.QueryRowContext(ctx, s.query, key, burst-1, nowMs, burst, ratePerMs).Scan(&tokens, &ok)
+	if err != nil {
+		return false, 0, fmt.Errorf("gate: rate limit %s: %w", s.table, err)
+	}
+	if ok {
+		return true, 0, nil
+	}
+	wait := time.Duration((1 - tokens) / ratePerMs * float64(time.Millisecond))
+	return false, roundUpMs(wait), nil
+}
+
+// Prune deletes buckets idle long enough to have refilled completely (forgetting them
+// changes no decision: a missing bucket starts full) and returns how many it removed.
+// The library starts no goroutines; call it now and then, from one instance or all.
+func (s *SQLLimiter) Prune(ctx context.Context) (int64, error) {
+	full := time.Duration(float64(s.limit.Burst) / s.limit.perSecond() * float64(time.Second))
+	cutoff := s.now().Add(-full).UnixMilli()
+	res, err := s.db.ExecContext(ctx, fmt.Sprintf("DELETE FROM %s WHERE updated_ms <= ?", s.table), cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("gate: pruning %s: %w", s.table, err)
+	}
+	return res.RowsAffected()
+}
