@@ -1,0 +1,106 @@
+package ai
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+
+	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/httpx"
+	"github.com/bbc28f59/engine/journal"
+)
+
+// emitter sends a run's events: to the live SSE response (when streaming) and to the
+// run's event log (when the app has a journal). The log assigns the seq the live frame
+// carries as its id, so a follower that resumes from a live id sees no gap.
+type emitter struct {
+	ctx    context.Context
+	sse    *httpx.SSEWriter   // nil when nobody streams
+	log    *journal.LogWriter // nil without a journal
+	parent *emitter           // a subagent's events surface as CUSTOM events there
+	muted  bool               // replaying: the events are already in the log
+
+	mu      sync.Mutex
+	logErr  error
+	encoded int
+	buf     []byte // reused: the log writer and the SSE writer copy what they keep
+}
+
+type emitterKey struct{}
+
+func withEmitter(ctx context.Context, e *emitter) context.Context {
+	return context.WithValue(ctx, emitterKey{}, e)
+}
+
+func emitterFrom(ctx context.Context) *emitter {
+	e, _ := ctx.Value(emitterKey{}).(*emitter)
+	return e
+}
+
+// emit encodes ev once and writes it to the log, then to the stream. A log failure is
+// kept and stops further logging: a lost lease means another instance owns the run.
+func (e *emitter) emit(ev agui.Event) {
+	if e == nil || e.muted {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	data, err := agui.AppendJSON(e.buf[:0], ev)
+	if err != nil {
+		return
+	}
+	e.buf = data
+	var seq int64
+	if e.log != nil && e.logErr == nil {
+		switch d := ev.(type) {
+		case agui.TextMessageContent:
+			seq, err = e.log.WriteDelta(e.ctx, string(agui.TypeTextMessageContent), d.MessageID, d.Delta, data)
+		case agui.ToolCallArgs:
+			seq, err = e.log.WriteDelta(e.ctx, string(agui.TypeToolCallArgs), d.ToolCallID, d.Delta, data)
+		default:
+			seq, err = e.log.Write(e.ctx, data)
+		}
+		if err != nil {
+			e.logErr = err
+		}
+	}
+	if e.sse != nil {
+		_ = e.sse.WriteEvent(seq, data) // a gone client surfaces as the request's cancellation
+	}
+	e.encoded++
+}
+
+// failed returns the log error that must stop the run (a lost lease), or nil.
+func (e *emitter) failed() error {
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if errors.Is(e.logErr, journal.ErrLeaseLost) {
+		return e.logErr
+	}
+	return nil
+}
+
+// custom sends a CUSTOM event.
+func (e *emitter) custom(name string, value any) {
+	if e == nil {
+		return
+	}
+	ev, err := agui.NewCustom(name, value)
+	if err != nil {
+		return
+	}
+	e.emit(ev)
+}
+
+// ids hands out the run's message ids m-1, m-2, … and keeps counting through replayed
+// steps, so a resumed run continues the numbering.
+type ids struct{ n int }
+
+func (i *ids) next() string {
+	i.n++
+	return "m-" + strconv.Itoa(i.n)
+}

@@ -1,0 +1,145 @@
+package ai
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/httpx"
+	"github.com/bbc28f59/engine/journal"
+)
+
+// followHandler serves GET /agent/runs/:runId/events: the run's stored events as
+// server-sent events, each with id: <seq>, resuming after Last-Event-ID (or the
+// lastEventId query parameter, for clients that cannot set headers) with no gap and no
+// duplicate, across the hand-over from stored to live rows. It stays open through an
+// approval interrupt and ends when the run's stream is finished and every row was sent.
+//
+// Access: the caller must pass the gates of the flow that started the run, be in its
+// tenant, and be the starting principal or an operator. A caller without credentials gets
+// 401 Unauthorized; any other caller who may not follow gets 404 NotFound, the same as
+// for a run that does not exist, so another tenant's run ids reveal nothing.
+type followHandler struct{}
+
+const followBatch = 500
+
+func (followHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	app := engine.AppOf(r)
+	p, authErr := app.Authenticate(r)
+	fx := app.NewFx(r, p)
+	if authErr != nil {
+		engine.WriteError(fx, w, r, authErr)
+		return
+	}
+	streamID := r.PathValue("runId")
+	st, err := followable(r.Context(), app, p, streamID)
+	if err != nil {
+		engine.WriteError(fx, w, r, err)
+		return
+	}
+	after, err := lastEventID(r)
+	if err != nil {
+		engine.WriteError(fx, w, r, err)
+		return
+	}
+	cfg := configOf(app)
+	d := app.Journal().Driver()
+	wake, unsubscribe := d.Subscribe(st.ID)
+	defer unsubscribe()
+	sse := httpx.NewSSEWriter(w, httpx.SSEOptions{Heartbeat: cfg.Heartbeat})
+	defer sse.Close()
+	ctx := r.Context()
+	poll := time.NewTimer(cfg.FollowPoll)
+	defer poll.Stop()
+	for {
+		rows, err := d.ReadEvents(ctx, st.ID, after, followBatch)
+		if err != nil {
+			return // the client is gone or the database is; the client resumes by id
+		}
+		for _, row := range rows {
+			if err := sse.WriteEvent(row.Seq, row.Event); err != nil {
+				return
+			}
+			after = row.Seq
+		}
+		if len(rows) == followBatch {
+			continue
+		}
+		if len(rows) == 0 {
+			cur, err := d.GetStream(ctx, st.ID)
+			if err != nil {
+				return
+			}
+			if cur.FinishedAt != nil {
+				// Rows are committed before the stream is marked finished: one more read
+				// after seeing the mark cannot miss any.
+				tail, err := d.ReadEvents(ctx, st.ID, after, followBatch)
+				if err != nil || len(tail) == 0 {
+					return
+				}
+				continue
+			}
+		}
+		poll.Reset(cfg.FollowPoll)
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-poll.C:
+		}
+	}
+}
+
+// followable applies the follow route's access rules and returns the stream.
+func followable(ctx context.Context, app *engine.App, p *engine.Principal, id string) (journal.Stream, error) {
+	j := app.Journal()
+	if j == nil {
+		return journal.Stream{}, engine.NotFound("no run %s", id)
+	}
+	st, err := j.Driver().GetStream(ctx, id)
+	public := err == nil && st.PrincipalID == "" && st.Tenant == ""
+	if p == nil && !public {
+		return journal.Stream{}, engine.Unauthorized()
+	}
+	if err != nil {
+		return journal.Stream{}, engine.NotFound("no run %s", id)
+	}
+	if !public {
+		if st.Tenant != p.Tenant || (st.PrincipalID != p.ID && !p.Operator) {
+			return journal.Stream{}, engine.NotFound("no run %s", id)
+		}
+	}
+	var input json.RawMessage
+	if st.RunID != "" {
+		if rec, err := j.GetRun(ctx, st.RunID); err == nil {
+			input = rec.Input
+		}
+	}
+	if err := app.CheckGates(ctx, st.Flow, p, input); err != nil {
+		if engine.IsCode(err, engine.CodeNotFound) || engine.IsCode(err, engine.CodeValidation) {
+			return journal.Stream{}, engine.NotFound("no run %s", id)
+		}
+		return journal.Stream{}, err
+	}
+	return st, nil
+}
+
+// lastEventID reads where to resume: the Last-Event-ID header, else the lastEventId
+// query parameter; 0 (from the start) when neither is given.
+func lastEventID(r *http.Request) (int64, error) {
+	v := r.Header.Get("Last-Event-ID")
+	if v == "" {
+		v = r.URL.Query().Get("lastEventId")
+	}
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, engine.Invalid(engine.ValidationIssue{Path: "Last-Event-ID", Message: "expected a non-negative integer seq, got " + strconv.Quote(v)})
+	}
+	return n, nil
+}

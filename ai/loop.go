@@ -1,0 +1,492 @@
+package ai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/journal"
+)
+
+// turn is what one model call produced; in a durable run it is the recorded step result,
+// so a replay rebuilds the conversation without calling the model.
+type turn struct {
+	Text      string     `json:"text,omitempty"`
+	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
+	Usage     Usage      `json:"usage"`
+	Finish    string     `json:"finish,omitempty"`
+}
+
+// toolOutcome is what one tool call produced, recorded like a turn.
+type toolOutcome struct {
+	Content string          `json:"content"`
+	Output  json.RawMessage `json:"output,omitempty"`
+	Threw   bool            `json:"threw,omitempty"`
+}
+
+// stopError ends a run with RUN_ERROR instead of RUN_FINISHED.
+type stopError struct {
+	code, msg string
+}
+
+func (e *stopError) Error() string { return e.msg }
+
+// Codes of RUN_ERROR the loop produces.
+const (
+	CodeAgentLoopHalt = "AgentLoopHalt"
+	CodeAbortError    = "AbortError"
+	CodeProviderError = "ProviderError"
+	CodeWorkerLost    = "WorkerLost"
+)
+
+// loop runs the agent until it stops, parks or fails, emitting every event. It fills
+// r.result, r.parked or r.err.
+func (r *AgentRun) loop(ctx context.Context, em *emitter) {
+	st := &loopState{r: r, em: em, ctx: ctx}
+	st.run()
+}
+
+type loopState struct {
+	r        *AgentRun
+	em       *emitter
+	ctx      context.Context
+	ids      ids
+	step     int
+	stepOpen bool
+	calls    int // tool calls made, against maxSteps
+	cost     float64
+	in, out  *int64
+	output   json.RawMessage
+	text     string
+	history  []Message
+}
+
+func (s *loopState) run() {
+	r := s.r
+	s.em.emit(agui.RunStarted{ThreadID: r.threadID, RunID: r.id})
+	s.history = append(s.history, r.messages...)
+	for {
+		if err := s.em.failed(); err != nil {
+			r.err = err
+			return
+		}
+		s.step++
+		stepName := "step-" + strconv.Itoa(s.step)
+		live := r.durable == nil || !r.durable.Replaying()
+		if live {
+			s.openStep(stepName)
+		}
+		t, err := s.modelCall(stepName)
+		if err != nil {
+			s.fail(err)
+			return
+		}
+		s.history = append(s.history, Message{Role: RoleAssistant, Content: t.Text, ToolCalls: sendable(t.ToolCalls)})
+		if c, ok := r.agent.model.Cost(t.Usage); ok {
+			s.cost += c
+		}
+		s.addUsage(t.Usage)
+		if t.Text != "" {
+			s.text = t.Text
+		}
+		if r.agent.budget > 0 && s.cost >= r.agent.budget {
+			s.closeStep(stepName)
+			s.finish(agui.StopBudget)
+			return
+		}
+		if len(t.ToolCalls) == 0 {
+			s.closeStep(stepName)
+			if s.output == nil {
+				s.output, _ = json.Marshal(t.Text)
+			}
+			s.finish(agui.StopCompleted)
+			return
+		}
+		stop, err := s.toolCalls(stepName, t.ToolCalls)
+		if err != nil {
+			s.fail(err)
+			return
+		}
+		if r.parked {
+			return
+		}
+		s.closeStep(stepName)
+		if stop != "" {
+			s.finish(stop)
+			return
+		}
+	}
+}
+
+// openStep emits STEP_STARTED once per step and segment: a resumed run reopens the step
+// it parked in before its first live event.
+func (s *loopState) openStep(name string) {
+	if !s.stepOpen {
+		s.em.emit(agui.StepStarted{StepName: name})
+		s.stepOpen = true
+	}
+}
+
+func (s *loopState) closeStep(name string) {
+	if s.stepOpen {
+		s.em.emit(agui.StepFinished{StepName: name})
+		s.stepOpen = false
+	}
+}
+
+func (s *loopState) addUsage(u Usage) {
+	if u.InputTokens != nil {
+		s.in = addInt(s.in, *u.InputTokens)
+	}
+	if u.OutputTokens != nil {
+		s.out = addInt(s.out, *u.OutputTokens)
+	}
+}
+
+func addInt(p *int64, n int64) *int64 {
+	v := n
+	if p != nil {
+		v += *p
+	}
+	return &v
+}
+
+// modelCall asks the model for the next turn, streaming its events live; in a durable run
+// the turn is a journal step, so a replay returns it without calling the model.
+func (s *loopState) modelCall(stepName string) (turn, error) {
+	r := s.r
+	req := Request{Model: r.agent.model.ModelID(), System: r.agent.system, Messages: s.history, Tools: r.tools}
+	called := false
+	call := func(ctx context.Context) (json.RawMessage, error) {
+		called = true
+		t, err := s.streamTurn(ctx, stepName, req)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(t)
+	}
+	var raw json.RawMessage
+	var err error
+	if r.durable != nil {
+		raw, err = r.durable.Step(s.ctx, "model:"+r.agent.name+":"+stepName, call)
+	} else {
+		raw, err = call(s.ctx)
+	}
+	if err != nil {
+		return turn{}, err
+	}
+	var t turn
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return turn{}, fmt.Errorf("ai: decoding recorded turn: %w", err)
+	}
+	// A replayed turn keeps the message numbering: its text took an id.
+	if !called && t.Text != "" {
+		s.ids.next()
+	}
+	return t, nil
+}
+
+// streamTurn calls the provider and turns its chunks into events as they arrive.
+func (s *loopState) streamTurn(ctx context.Context, stepName string, req Request) (turn, error) {
+	r := s.r
+	var (
+		t        turn
+		text     strings.Builder
+		msgID    string
+		textOpen bool
+		calls    = map[int]*ToolCall{}
+		args     = map[int]*strings.Builder{}
+		order    []int
+		openCall = -1
+	)
+	endText := func() {
+		if textOpen {
+			s.em.emit(agui.TextMessageEnd{MessageID: msgID})
+			textOpen = false
+		}
+	}
+	endCall := func() {
+		if openCall >= 0 {
+			s.em.emit(agui.ToolCallEnd{ToolCallID: calls[openCall].ID})
+			openCall = -1
+		}
+	}
+	for chunk, err := range r.agent.model.Provider().Stream(ctx, req) {
+		if err != nil {
+			if ctx.Err() != nil {
+				return turn{}, ctx.Err()
+			}
+			return turn{}, &stopError{code: CodeProviderError, msg: err.Error()}
+		}
+		if chunk.Text != "" {
+			if openCall >= 0 {
+				endCall()
+			}
+			if !textOpen {
+				if msgID == "" {
+					msgID = s.ids.next()
+				}
+				s.em.emit(agui.TextMessageStart{MessageID: msgID, Role: agui.RoleAssistant})
+				textOpen = true
+			}
+			text.WriteString(chunk.Text)
+			s.em.emit(agui.TextMessageContent{MessageID: msgID, Delta: chunk.Text})
+		}
+		if d := chunk.ToolCall; d != nil {
+			c, ok := calls[d.Index]
+			if !ok {
+				endText()
+				endCall()
+				id := d.ID
+				if id == "" {
+					id = r.agent.name + ":" + strconv.Itoa(s.step) + ":" + strconv.Itoa(d.Index)
+				}
+				c = &ToolCall{ID: id, Name: d.Name}
+				calls[d.Index] = c
+				args[d.Index] = &strings.Builder{}
+				order = append(order, d.Index)
+				start := agui.ToolCallStart{ToolCallID: id, ToolCallName: r.flowOf(d.Name)}
+				if msgID != "" {
+					start.ParentMessageID = msgID
+				}
+				s.em.emit(start)
+				openCall = d.Index
+			} else if openCall != d.Index {
+				return turn{}, &stopError{code: CodeProviderError, msg: "ai: provider interleaved tool calls"}
+			}
+			if c.Name == "" && d.Name != "" {
+				c.Name = d.Name
+			}
+			if d.ArgsDelta != "" {
+				args[d.Index].WriteString(d.ArgsDelta)
+				s.em.emit(agui.ToolCallArgs{ToolCallID: c.ID, Delta: d.ArgsDelta})
+			}
+		}
+		if chunk.Usage != nil {
+			t.Usage = t.Usage.merge(*chunk.Usage)
+		}
+		if chunk.FinishReason != "" {
+			t.Finish = chunk.FinishReason
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return turn{}, err
+	}
+	endText()
+	endCall()
+	t.Text = text.String()
+	for _, i := range order {
+		c := *calls[i]
+		c.Arguments = args[i].String()
+		t.ToolCalls = append(t.ToolCalls, c)
+	}
+	return t, nil
+}
+
+// sendable returns the calls as they can be sent back to a provider: arguments that are
+// not a JSON object become {} (providers such as Anthropic refuse anything else). The
+// model still learns what went wrong: the events carried its raw text and the tool's
+// result carries the ValidationError.
+func sendable(calls []ToolCall) []ToolCall {
+	out := calls
+	for i, c := range calls {
+		if isJSONObject(c.Arguments) {
+			continue
+		}
+		if &out[0] == &calls[0] {
+			out = append([]ToolCall(nil), calls...)
+		}
+		out[i].Arguments = "{}"
+	}
+	return out
+}
+
+func isJSONObject(s string) bool {
+	var obj map[string]json.RawMessage
+	return json.Unmarshal([]byte(s), &obj) == nil && obj != nil
+}
+
+// toolCalls runs the tool calls of one step. Calls that need approval are parked first;
+// while any is undecided the run parks and no tool of the step runs. It returns a stop
+// reason when the loop must stop after this step.
+func (s *loopState) toolCalls(stepName string, calls []ToolCall) (agui.StopReason, error) {
+	r := s.r
+	for _, c := range calls {
+		if !r.agent.hasTool(r.flowOf(c.Name)) {
+			return "", &stopError{code: CodeAgentLoopHalt,
+				msg: fmt.Sprintf("ai: agent %s called tool %q, which is not in its tools; add the flow to the agent's tools or stop offering it", r.agent.name, r.flowOf(c.Name))}
+		}
+	}
+	decisions, err := s.approvals(stepName, calls)
+	if err != nil || r.parked {
+		return "", err
+	}
+	for _, c := range calls {
+		if s.calls >= r.agent.maxSteps {
+			return agui.StopMaxSteps, nil
+		}
+		s.calls++
+		out, live, err := s.runTool(c, decisions[c.ID])
+		if err != nil {
+			return "", err
+		}
+		msgID := s.ids.next()
+		if live {
+			s.openStep(stepName)
+			s.em.emit(agui.ToolCallResult{MessageID: msgID, ToolCallID: c.ID, Content: out.Content, Role: agui.RoleTool})
+		}
+		s.history = append(s.history, Message{Role: RoleTool, Content: out.Content, ToolCallID: c.ID})
+		if out.Threw {
+			return agui.StopError, nil
+		}
+		if out.Output != nil {
+			s.output = out.Output
+		}
+	}
+	if s.calls >= r.agent.maxSteps {
+		return agui.StopMaxSteps, nil
+	}
+	return "", nil
+}
+
+// runTool runs one tool call as its flow with the run's principal, so the flow's gate
+// applies. In a durable run the outcome is a journal step. live reports whether the tool
+// ran now (and so its result must be emitted) rather than being replayed.
+func (s *loopState) runTool(c ToolCall, d *journal.Decision) (toolOutcome, bool, error) {
+	r := s.r
+	live := r.durable == nil || !r.durable.Replaying()
+	call := func(ctx context.Context) (json.RawMessage, error) {
+		out, err := s.invoke(ctx, c, d)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(out)
+	}
+	var raw json.RawMessage
+	var err error
+	if r.durable != nil {
+		raw, err = r.durable.Step(s.ctx, "tool:"+r.flowOf(c.Name)+":"+c.ID, call)
+	} else {
+		raw, err = call(s.ctx)
+	}
+	if err != nil {
+		return toolOutcome{}, false, err
+	}
+	var out toolOutcome
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return toolOutcome{}, false, fmt.Errorf("ai: decoding recorded tool result: %w", err)
+	}
+	return out, live, nil
+}
+
+// invoke calls the tool's flow. Gate denials, validation problems, declared error codes
+// and approval denials are fed back to the model as the tool's result; an internal
+// error means the tool threw and the run stops with stop reason error.
+func (s *loopState) invoke(ctx context.Context, c ToolCall, d *journal.Decision) (toolOutcome, error) {
+	args := json.RawMessage(c.Arguments)
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if d != nil {
+		var p decisionPayload
+		_ = json.Unmarshal(d.Payload, &p)
+		switch d.Kind {
+		case journal.DecisionApprove:
+			if len(p.Args) > 0 {
+				args = p.Args
+			}
+		default:
+			reason := p.Reason
+			if d.Kind == journal.DecisionTimeout || reason == "" && d.Kind == journal.DecisionTimeout {
+				reason = "timeout"
+			}
+			if reason == "" {
+				reason = "denied"
+			}
+			return fedBack("Denied", map[string]any{"reason": reason}), nil
+		}
+	}
+	app := s.r.fx.App()
+	out, err := app.Invoke(withEmitter(ctx, s.em), s.r.flowOf(c.Name), s.r.fx.Principal(), args)
+	if err == nil {
+		return toolOutcome{Content: string(out), Output: out}, nil
+	}
+	if ctx.Err() != nil {
+		return toolOutcome{}, ctx.Err()
+	}
+	e := engine.AsError(err)
+	if e == nil || e.Code == engine.CodeInternal {
+		return toolOutcome{Content: errorContent(engine.CodeInternal, map[string]any{"message": "the tool failed"}), Threw: true}, nil
+	}
+	return fedBack(e.Code, e.Data), nil
+}
+
+func fedBack(code string, data any) toolOutcome {
+	return toolOutcome{Content: errorContent(code, data)}
+}
+
+func errorContent(code string, data any) string {
+	b, err := json.Marshal(map[string]any{"error": map[string]any{"code": code, "data": data}})
+	if err != nil {
+		return `{"error":{"code":"` + code + `"}}`
+	}
+	return string(b)
+}
+
+// finish emits RUN_FINISHED with the result and usage.
+func (s *loopState) finish(reason agui.StopReason) {
+	r := s.r
+	res := &agui.RunResult{Cost: s.cost, StopReason: reason, Output: s.output}
+	ev := agui.RunFinished{ThreadID: r.threadID, RunID: r.id, Result: res}
+	if s.in != nil || s.out != nil {
+		ev.Usage = []agui.Usage{{InputTokens: s.in, OutputTokens: s.out}}
+	}
+	s.em.emit(ev)
+	r.result = RunResult{Text: s.text, Output: s.output, Cost: s.cost, StopReason: string(reason)}
+	if len(ev.Usage) == 1 {
+		r.result.Usage = &ev.Usage[0]
+	}
+	r.finished = true
+}
+
+// fail ends the run with RUN_ERROR: an abort, a halted loop, a provider failure.
+func (s *loopState) fail(err error) {
+	r := s.r
+	var stop *stopError
+	switch {
+	case errors.Is(err, journal.ErrLeaseLost):
+		r.err = err // another instance owns the run; it writes the log from here
+		return
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		stop = &stopError{code: CodeAbortError, msg: "ai: the client disconnected; the model call was aborted"}
+		r.aborted = true
+	case errors.As(err, &stop):
+	default:
+		var se *journal.StepError
+		if errors.As(err, &se) {
+			stop = &stopError{code: CodeProviderError, msg: se.Message}
+		} else {
+			stop = &stopError{msg: err.Error()}
+		}
+	}
+	s.em.emit(agui.RunError{Message: stop.msg, Code: stop.code})
+	r.err = &RunError{Code: stop.code, Message: stop.msg}
+}
+
+// RunError is how a run that failed (RUN_ERROR) is reported to Go callers.
+type RunError struct {
+	Code    string
+	Message string
+}
+
+func (e *RunError) Error() string {
+	if e.Code == "" {
+		return e.Message
+	}
+	return e.Code + ": " + e.Message
+}

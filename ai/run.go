@@ -1,0 +1,264 @@
+package ai
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/httpx"
+	"github.com/bbc28f59/engine/journal"
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// RunOptions are the options of [Run].
+type RunOptions struct {
+	// Stream selects event streaming: return the run from the handler and the response
+	// is a text/event-stream of AG-UI events. Without it Run runs the agent to its end
+	// before returning, and the run encodes as its [RunResult].
+	Stream bool
+	// ThreadID is sent in RUN_STARTED and RUN_FINISHED; the default is the run id, which
+	// is unique (never a per-process counter).
+	ThreadID string
+}
+
+// RunResult is the outcome of a finished run.
+type RunResult struct {
+	Text       string          `json:"text"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	Cost       float64         `json:"cost"`
+	StopReason string          `json:"stopReason"`
+	Usage      *agui.Usage     `json:"usage,omitempty"`
+}
+
+// AgentRun is one run of an agent. Returned from a flow handler it streams (see
+// [RunOptions.Stream]); inside a durable flow every model call and tool call is a journal
+// step, so a resumed run does not call the model or the tools again.
+type AgentRun struct {
+	fx        *engine.Fx
+	agent     *AgentDef
+	opts      RunOptions
+	messages  []Message
+	tools     []ToolSpec
+	wireNames map[string]string // model-facing tool name → flow id
+	id        string
+	threadID  string
+	durable   *journal.Run
+
+	started    bool
+	finished   bool
+	parked     bool
+	aborted    bool
+	result     RunResult
+	interrupts []agui.Interrupt
+	err        error
+}
+
+// HeaderOmitDone is the request header with which a caller asks an agent stream to leave
+// out the final data: [DONE] frame, which stock AG-UI clients reject. Any value but "" or
+// "0" omits it.
+const HeaderOmitDone = "Engine-Omit-Done"
+
+// Run starts agent with input: a string, an [Input] ({message} or {messages}), or any
+// value encoding to one. With Stream it returns at once and the run happens when the
+// handler returns it; without, it runs to the end first and returns its error, if any.
+func Run(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions) (*AgentRun, error) {
+	if err := agent.validate(); err != nil {
+		return nil, err
+	}
+	msgs, err := conversation(input)
+	if err != nil {
+		return nil, err
+	}
+	if opts.ThreadID == "" {
+		opts.ThreadID = threadOf(input)
+	}
+	r := &AgentRun{fx: fx, agent: agent, opts: opts, messages: msgs, durable: engine.RunOf(fx), wireNames: map[string]string{}}
+	for _, name := range agent.tools {
+		def, ok := fx.App().Lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("ai: agent %s: tool flow %s is not bound in this app", agent.name, name)
+		}
+		params, err := json.Marshal(def.InputSchema())
+		if err != nil {
+			return nil, fmt.Errorf("ai: agent %s: schema of tool %s: %w", agent.name, name, err)
+		}
+		wire := wireName(name)
+		r.wireNames[wire] = name
+		r.tools = append(r.tools, ToolSpec{Name: wire, Description: def.Description(), Parameters: params})
+	}
+	r.id, err = engine.Step(fx, "agent-run:"+agent.name, func(context.Context) (string, error) { return newRunID(), nil })
+	if err != nil {
+		return nil, err
+	}
+	r.threadID = opts.ThreadID
+	if r.threadID == "" {
+		r.threadID = r.id
+	}
+	if !opts.Stream {
+		r.execute(fx.Context(), nil)
+		if r.parked {
+			return r, engine.ErrParked
+		}
+		return r, r.err
+	}
+	return r, nil
+}
+
+// ID returns the agent run id: the storage key of its event log and the runId of its
+// events (not the durable flow's run id).
+func (r *AgentRun) ID() string { return r.id }
+
+// Result returns the outcome of a finished run.
+func (r *AgentRun) Result() RunResult { return r.result }
+
+// Interrupts returns the approval interrupts of a parked run.
+func (r *AgentRun) Interrupts() []agui.Interrupt { return r.interrupts }
+
+// MarshalJSON encodes the run's result, for runs returned without streaming.
+func (r *AgentRun) MarshalJSON() ([]byte, error) { return json.Marshal(r.result) }
+
+// JSONSchema describes a streamed run for the descriptor: an event stream, not JSON.
+func (*AgentRun) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "string", Description: "text/event-stream of AG-UI events, one JSON event per data: frame, ending with data: [DONE]"}
+}
+
+// Respond streams the run as server-sent events: one AG-UI event per data: frame, the
+// stored log seq as id:, then data: [DONE].
+func (r *AgentRun) Respond(fx *engine.Fx, w http.ResponseWriter, req *http.Request) {
+	if !r.opts.Stream || r.started {
+		engine.WriteData(fx, w, req, r.result)
+		return
+	}
+	sse := httpx.NewSSEWriter(w, httpx.SSEOptions{})
+	r.execute(req.Context(), sse)
+	if v := req.Header.Get(HeaderOmitDone); v == "" || v == "0" {
+		_ = sse.WriteDone()
+	}
+	_ = sse.Close()
+}
+
+// Outcome reports how the run ended, for the journal: parked, failed or its result.
+func (r *AgentRun) Outcome() (any, error) {
+	switch {
+	case r.parked:
+		return nil, engine.ErrParked
+	case r.err != nil:
+		return nil, r.err
+	}
+	return r.result, nil
+}
+
+// execute runs the loop once, with the event log when the app has a journal and the run
+// streams, and with CUSTOM notices on the parent run when this is a subagent.
+func (r *AgentRun) execute(ctx context.Context, sse *httpx.SSEWriter) {
+	r.started = true
+	em := &emitter{ctx: ctx, sse: sse}
+	parent := emitterFrom(r.fx.Context())
+	if parent != nil {
+		parent.custom(agui.CustomSubagentStarted, map[string]any{"agent": r.agent.name, "runId": r.id})
+	}
+	if j := r.fx.App().Journal(); j != nil && r.opts.Stream {
+		w, err := r.openLog(ctx, j, em)
+		if err != nil {
+			r.err = err
+			em.emit(agui.RunError{Message: "ai: opening the run's event log: " + err.Error()})
+			return
+		}
+		em.log = w
+		defer func() {
+			if err := w.Close(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, journal.ErrLeaseLost) {
+				r.fx.Logger().Error("ai: closing the run's event log", "run", r.id, "err", err)
+			}
+			if !r.parked && !errors.Is(r.err, journal.ErrLeaseLost) {
+				_ = j.Driver().FinishStream(context.WithoutCancel(ctx), r.id, time.Now())
+			}
+		}()
+	}
+	r.loop(ctx, em)
+	if parent != nil {
+		switch {
+		case r.err != nil:
+			parent.custom(agui.CustomSubagentError, map[string]any{"agent": r.agent.name, "runId": r.id, "message": r.err.Error()})
+		case r.finished:
+			parent.custom(agui.CustomSubagentFinished, map[string]any{"agent": r.agent.name, "runId": r.id, "result": r.result})
+		}
+	}
+}
+
+// openLog creates the run's stream record (once; a resumed run finds it) and a log
+// writer continuing after its last row. When the last stored event of an earlier
+// execution is not a run end, that execution died mid-run: the log gets a RUN_ERROR with
+// code WorkerLost so it stays a valid AG-UI sequence before the resumed run starts.
+func (r *AgentRun) openLog(ctx context.Context, j *journal.Journal, em *emitter) (*journal.LogWriter, error) {
+	d := j.Driver()
+	st := journal.Stream{ID: r.id, Flow: r.fx.Flow().ID(), Tenant: r.fx.Tenant()}
+	if p := r.fx.Principal(); p != nil {
+		st.PrincipalID = p.ID
+	}
+	if r.durable != nil {
+		st.RunID = r.durable.ID
+	}
+	if err := d.CreateStream(ctx, st); err != nil && !errors.Is(err, journal.ErrConflict) {
+		return nil, err
+	}
+	w, err := j.NewLogWriter(ctx, r.id, r.durable, journal.LogOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if last := w.LastSeq(); last > 0 {
+		rows, err := d.ReadEvents(ctx, r.id, last-1, 1)
+		if err == nil && len(rows) == 1 && !endsRun(rows[0].Event) {
+			ev, _ := json.Marshal(agui.RunError{Message: "ai: the worker running this agent stopped; the run resumes on another worker", Code: CodeWorkerLost})
+			if _, err := w.Write(ctx, ev); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return w, nil
+}
+
+func endsRun(ev json.RawMessage) bool {
+	var probe struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(ev, &probe)
+	return probe.Type == string(agui.TypeRunFinished) || probe.Type == string(agui.TypeRunError)
+}
+
+func threadOf(input any) string {
+	switch v := input.(type) {
+	case Input:
+		return v.ThreadID
+	case *Input:
+		if v != nil {
+			return v.ThreadID
+		}
+	}
+	return ""
+}
+
+// wireName is the tool name the model sees: providers accept only [A-Za-z0-9_-], so the
+// dot of a flow id becomes an underscore.
+func wireName(flowID string) string { return strings.ReplaceAll(flowID, ".", "_") }
+
+// flowOf maps a tool name the model used back to its flow id.
+func (r *AgentRun) flowOf(wire string) string {
+	if id, ok := r.wireNames[wire]; ok {
+		return id
+	}
+	return wire
+}
+
+func newRunID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "run_" + hex.EncodeToString(b[:])
+}
