@@ -1,0 +1,191 @@
+// Command quickstart is a small engine app that needs no set-up: flows over REST and RPC,
+// a durable agent on an embedded SQLite journal, and a human-in-the-loop approval. The
+// agent's model is an offline scripted one unless OPENAI_API_KEY is set.
+//
+//	go run ./examples/quickstart
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/ai"
+	"github.com/bbc28f59/engine/ai/providers/openai"
+	"github.com/bbc28f59/engine/ai/providers/scripted"
+	"github.com/bbc28f59/engine/examples/quickstart/contract"
+	"github.com/bbc28f59/engine/journal"
+	"github.com/bbc28f59/engine/journal/drivers/sqlite"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	_ "modernc.org/sqlite"
+)
+
+// Chat is the unit of the agent flow.
+var Chat = engine.NewUnit("chat")
+
+// ChatIn is the chat flow's input.
+type ChatIn struct {
+	Message string `json:"message"`
+}
+
+// Ask streams the agent's run as AG-UI events. It is durable, so the run can park for an
+// approval and resume later, on any instance.
+var Ask = engine.Define[ChatIn, *ai.AgentRun](Chat, "ask", engine.POST("/chat"), engine.Public(), engine.Durable())
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
+	dbPath := flag.String("db", "quickstart.db", "SQLite file of the journal")
+	flag.Parse()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err := run(*addr, *dbPath, logger); err != nil {
+		fmt.Fprintln(os.Stderr, "quickstart:", err)
+		os.Exit(1)
+	}
+}
+
+func run(addr, dbPath string, logger *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	app, closeDB, err := newApp(dbPath, logger)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	if err := app.Start(ctx); err != nil {
+		return err
+	}
+	defer app.Close(context.Background())
+
+	mux := http.NewServeMux()
+	mux.Handle("/", app.Handler()) // or mux.Handle("/api/", http.StripPrefix("/api", app.Handler()))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { <-ctx.Done(); _ = srv.Shutdown(context.Background()) }()
+	printTryThis("http://" + ln.Addr().String())
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// newApp builds the app: handlers bound to the contract's flows, the journal on SQLite,
+// the agent routes, and the chat flow.
+func newApp(dbPath string, logger *slog.Logger) (*engine.App, func(), error) {
+	sqldb, err := sql.Open("sqlite", "file:"+dbPath+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+	if err != nil {
+		return nil, nil, err
+	}
+	db := bun.NewDB(sqldb, sqlitedialect.New())
+	driver, err := sqlite.New(db, sqlite.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	j, err := journal.New(driver, journal.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	agent := ai.Agent("assistant", model(), []string{"tools.weather", "tools.transfer"}, 6)
+
+	app, err := engine.New(
+		engine.WithLogger(logger),
+		engine.WithJournal(j),
+		ai.Install(ai.Options{}),
+		engine.Bind(contract.Hello, func(fx *engine.Fx, in contract.HelloIn) (contract.HelloOut, error) {
+			return contract.HelloOut{Message: "Hello, " + in.Name + "!"}, nil
+		}),
+		engine.Bind(contract.Divide, func(fx *engine.Fx, in contract.DivideIn) (contract.DivideOut, error) {
+			if in.B == 0 {
+				return contract.DivideOut{}, contract.DivideByZero.New(contract.DivideByZeroData{Dividend: in.A})
+			}
+			return contract.DivideOut{Quotient: in.A / in.B}, nil
+		}),
+		engine.Bind(contract.Weather, func(fx *engine.Fx, in contract.WeatherIn) (contract.WeatherOut, error) {
+			return contract.WeatherOut{City: in.City, TempC: 12 + len(in.City)}, nil
+		}),
+		engine.Bind(contract.Transfer, func(fx *engine.Fx, in contract.TransferIn) (contract.TransferOut, error) {
+			return contract.TransferOut{OK: true, To: in.To, Amount: in.Amount}, nil
+		}, ai.Approval(func(in contract.TransferIn) bool { return in.Amount > 100 })),
+		engine.Bind(Ask, func(fx *engine.Fx, in ChatIn) (*ai.AgentRun, error) {
+			return ai.Run(fx, agent, in.Message, ai.RunOptions{Stream: true})
+		}),
+	)
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, err
+	}
+	return app, func() { _ = db.Close() }, nil
+}
+
+// model is OpenAI when OPENAI_API_KEY is set (OPENAI_BASE_URL and OPENAI_MODEL optional),
+// else an offline scripted model that understands "weather in <city>" and
+// "send <amount> to <name>".
+func model() *ai.ModelDef {
+	if key := os.Getenv("OPENAI_API_KEY"); key != "" {
+		p, err := openai.New(openai.Options{APIKey: key, BaseURL: os.Getenv("OPENAI_BASE_URL")})
+		if err == nil {
+			name := os.Getenv("OPENAI_MODEL")
+			if name == "" {
+				name = "gpt-4o-mini"
+			}
+			return ai.Model("openai", p, name, ai.WithPricing(0.15, 0.6))
+		}
+	}
+	return ai.Model("offline", scripted.Func(offlineTurn), "offline")
+}
+
+var (
+	weatherRe  = regexp.MustCompile(`(?i)weather in ([\p{L} ]+)`)
+	transferRe = regexp.MustCompile(`(?i)send (\d+(?:\.\d+)?) to (\w+)`)
+)
+
+// offlineTurn answers like a tiny model: one tool call when the message asks for one,
+// then a sentence about the tool's result.
+func offlineTurn(req ai.Request) scripted.Turn {
+	last := req.Messages[len(req.Messages)-1]
+	if last.Role == ai.RoleTool {
+		return scripted.Turn{Text: "Done: " + last.Content, Delay: 20 * time.Millisecond}
+	}
+	if m := weatherRe.FindStringSubmatch(last.Content); m != nil {
+		return scripted.Turn{Text: "Let me check.", ToolCalls: []ai.ToolCall{{ID: "call_weather", Name: "tools_weather",
+			Arguments: fmt.Sprintf(`{"city":%q}`, strings.TrimSpace(m[1]))}}}
+	}
+	if m := transferRe.FindStringSubmatch(last.Content); m != nil {
+		amount, _ := strconv.ParseFloat(m[1], 64)
+		return scripted.Turn{ToolCalls: []ai.ToolCall{{ID: "call_transfer", Name: "tools_transfer",
+			Arguments: fmt.Sprintf(`{"to":%q,"amount":%v}`, m[2], amount)}}}
+	}
+	return scripted.Turn{Text: "Offline model here. Try: \"weather in Paris\" or \"send 500 to bob\".", Delay: 20 * time.Millisecond}
+}
+
+func printTryThis(base string) {
+	fmt.Printf(`engine quickstart listening on %[1]s
+
+Try:
+  curl %[1]s/hello/world                                   # REST
+  curl -X POST %[1]s/_engine/greeter/divide -d '{"a":1,"b":0}'   # RPC and a declared error
+  curl %[1]s/_engine/client.json                            # the descriptor
+  curl -N -X POST %[1]s/chat -d '{"message":"weather in Paris"}'  # an agent stream (AG-UI over SSE)
+  curl -N -X POST %[1]s/chat -d '{"message":"send 500 to bob"}'   # parks for approval: copy the interrupt id
+  curl -X POST %[1]s/agent/approvals/approve -d '{"id":"<interrupt id>"}'
+  curl -N %[1]s/agent/runs/<runId>/events                    # follow the run, resumable with Last-Event-ID
+  go run ./examples/quickstart/client -url %[1]s             # the typed Go client
+`, base)
+}
