@@ -428,3 +428,11 @@ func (a *App) chain(b *binding) HandlerFunc {
 	}
 	return h
 }
+
+// HasGates reports whether the bound flow id has middleware (gates) beyond the
+// authentication every non-public flow needs, so callers can skip preparing an input for
+// [App.CheckGates] when nothing would read it.
+func (a *App) HasGates(id string) bool {
+	b, ok := a.bindings[id]
+	return ok && len(b.mw) > 0
+}

@@ -3,6 +3,7 @@ package ai
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -74,8 +75,9 @@ func (s *loopState) approvals(stepName string, calls []ToolCall) (map[string]*jo
 			return nil, &stopError{msg: fmt.Sprintf("ai: flow named %s must set durable: true to run agent named %s", r.fx.Flow().ID(), r.agent.name)}
 		}
 		wait := approvalWait(app)
+		clock := app.Journal().Now
 		deadline, err := engine.Step(r.fx.WithContext(s.ctx), "approval-deadline:"+c.ID, func(context.Context) (time.Time, error) {
-			return time.Now().Add(wait).UTC().Truncate(time.Millisecond), nil
+			return clock().Add(wait).UTC().Truncate(time.Millisecond), nil
 		})
 		if err != nil {
 			return nil, err
@@ -155,6 +157,16 @@ func decide(ctx context.Context, app *engine.App, p *engine.Principal, id string
 	}
 	if park == nil {
 		return unknown
+	}
+	if park.Decision == nil && !park.Deadline.After(j.Now()) {
+		// The wait is over even if the recovery loop has not swept it yet: the timeout
+		// is the decision, and this one comes too late.
+		timeout, _ := json.Marshal(decisionPayload{Reason: "timeout"})
+		err := j.Decide(ctx, runID, callID, journal.Decision{Kind: journal.DecisionTimeout, Payload: timeout})
+		if err != nil && !errors.Is(err, journal.ErrConflict) {
+			return engine.JournalError(err)
+		}
+		return engine.JournalError(journal.ErrConflict)
 	}
 	var pp parkPayload
 	if err := json.Unmarshal(park.Payload, &pp); err != nil {

@@ -47,13 +47,16 @@ func (followHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	cfg := configOf(app)
 	d := app.Journal().Driver()
-	wake, unsubscribe := d.Subscribe(st.ID)
-	defer unsubscribe()
 	sse := httpx.NewSSEWriter(w, httpx.SSEOptions{Heartbeat: cfg.Heartbeat})
 	defer sse.Close()
 	ctx := r.Context()
-	poll := time.NewTimer(cfg.FollowPoll)
-	defer poll.Stop()
+	finished := st.FinishedAt != nil
+	var (
+		wake        <-chan struct{}
+		unsubscribe = func() {}
+		poll        *time.Timer
+	)
+	defer func() { unsubscribe() }()
 	for {
 		rows, err := d.ReadEvents(ctx, st.ID, after, followBatch)
 		if err != nil {
@@ -68,20 +71,26 @@ func (followHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if len(rows) == followBatch {
 			continue
 		}
-		if len(rows) == 0 {
-			cur, err := d.GetStream(ctx, st.ID)
-			if err != nil {
-				return
-			}
-			if cur.FinishedAt != nil {
-				// Rows are committed before the stream is marked finished: one more read
-				// after seeing the mark cannot miss any.
-				tail, err := d.ReadEvents(ctx, st.ID, after, followBatch)
-				if err != nil || len(tail) == 0 {
-					return
-				}
-				continue
-			}
+		if finished {
+			// Rows are committed before the stream is marked finished, so a short read
+			// after seeing the mark is the end.
+			return
+		}
+		if wake == nil {
+			// Subscribe after the first read, so the first frame does not wait for a
+			// listener; the read that follows catches rows appended meanwhile.
+			wake, unsubscribe = d.Subscribe(st.ID)
+			poll = time.NewTimer(cfg.FollowPoll)
+			defer poll.Stop()
+			continue
+		}
+		cur, err := d.GetStream(ctx, st.ID)
+		if err != nil {
+			return
+		}
+		if cur.FinishedAt != nil {
+			finished = true
+			continue
 		}
 		poll.Reset(cfg.FollowPoll)
 		select {
@@ -111,6 +120,9 @@ func followable(ctx context.Context, app *engine.App, p *engine.Principal, id st
 		if st.Tenant != p.Tenant || (st.PrincipalID != p.ID && !p.Operator) {
 			return journal.Stream{}, engine.NotFound("no run %s", id)
 		}
+	}
+	if !app.HasGates(st.Flow) {
+		return st, nil
 	}
 	var input json.RawMessage
 	if st.RunID != "" {

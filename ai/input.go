@@ -32,8 +32,8 @@ func invalid(err error, path string) error {
 }
 
 // conversation turns an agent input (a string, an [Input], or any value that encodes to
-// the same JSON object) into the opening messages.
-func conversation(input any) ([]Message, error) {
+// the same JSON object) into the opening messages and the thread id it names, if any.
+func conversation(input any) ([]Message, string, error) {
 	var in Input
 	switch v := input.(type) {
 	case string:
@@ -47,7 +47,7 @@ func conversation(input any) ([]Message, error) {
 	default:
 		raw, err := json.Marshal(v)
 		if err != nil {
-			return nil, fmt.Errorf("ai: encoding agent input: %w", err)
+			return nil, "", fmt.Errorf("ai: encoding agent input: %w", err)
 		}
 		var s string
 		if json.Unmarshal(raw, &s) == nil {
@@ -56,29 +56,29 @@ func conversation(input any) ([]Message, error) {
 		}
 		var probe map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &probe); err != nil {
-			return nil, invalid(errors.New("ai: agent input must be a string, {message} or {messages}"), "")
+			return nil, "", invalid(errors.New("ai: agent input must be a string, {message} or {messages}"), "")
 		}
 		if err := json.Unmarshal(raw, &in); err != nil {
-			return nil, invalid(fmt.Errorf("ai: agent input: %w", err), "")
+			return nil, "", invalid(fmt.Errorf("ai: agent input: %w", err), "")
 		}
 	}
 	if in.Message != "" && len(in.Messages) > 0 {
-		return nil, invalid(ErrMessageAndMessages, "")
+		return nil, "", invalid(ErrMessageAndMessages, "")
 	}
 	if in.Message != "" {
-		return []Message{{Role: RoleUser, Content: in.Message}}, nil
+		return []Message{{Role: RoleUser, Content: in.Message}}, in.ThreadID, nil
 	}
 	if len(in.Messages) == 0 {
-		return nil, invalid(errors.New("ai: agent input needs a message or messages"), "message")
+		return nil, "", invalid(errors.New("ai: agent input needs a message or messages"), "message")
 	}
 	out := make([]Message, 0, len(in.Messages))
 	for i, m := range in.Messages {
 		switch Role(m.Role) {
 		case RoleUser, RoleAssistant, RoleSystem:
 		default:
-			return nil, invalid(fmt.Errorf("ai: role must be user, assistant or system, got %q", m.Role), fmt.Sprintf("messages[%d].role", i))
+			return nil, "", invalid(fmt.Errorf("ai: role must be user, assistant or system, got %q", m.Role), fmt.Sprintf("messages[%d].role", i))
 		}
 		out = append(out, Message{Role: Role(m.Role), Content: m.Content})
 	}
-	return out, nil
+	return out, in.ThreadID, nil
 }

@@ -73,12 +73,12 @@ func Run(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions) (*AgentRun,
 	if err := agent.validate(); err != nil {
 		return nil, err
 	}
-	msgs, err := conversation(input)
+	msgs, thread, err := conversation(input)
 	if err != nil {
 		return nil, err
 	}
 	if opts.ThreadID == "" {
-		opts.ThreadID = threadOf(input)
+		opts.ThreadID = thread
 	}
 	r := &AgentRun{fx: fx, agent: agent, opts: opts, messages: msgs, durable: engine.RunOf(fx), wireNames: map[string]string{}}
 	for _, name := range agent.tools {
@@ -231,18 +231,6 @@ func endsRun(ev json.RawMessage) bool {
 	}
 	_ = json.Unmarshal(ev, &probe)
 	return probe.Type == string(agui.TypeRunFinished) || probe.Type == string(agui.TypeRunError)
-}
-
-func threadOf(input any) string {
-	switch v := input.(type) {
-	case Input:
-		return v.ThreadID
-	case *Input:
-		if v != nil {
-			return v.ThreadID
-		}
-	}
-	return ""
 }
 
 // wireName is the tool name the model sees: providers accept only [A-Za-z0-9_-], so the

@@ -278,6 +278,10 @@ func (j *Journal) heldRuns() []*Run {
 
 func (j *Journal) now() time.Time { return j.opts.Now() }
 
+// Now returns the journal's clock ([Options.Now]): deadlines computed by callers must use
+// it, or a journal run on another clock (a test's, an injected one) disagrees with them.
+func (j *Journal) Now() time.Time { return j.opts.Now() }
+
 func (j *Journal) checkOpen() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
