@@ -53,20 +53,37 @@ func (e *emitter) emit(ev agui.Event) {
 	e.buf = data
 	var seq int64
 	if e.log != nil && e.logErr == nil {
-		switch d := ev.(type) {
-		case agui.TextMessageContent:
-			seq, err = e.log.WriteDelta(e.ctx, string(agui.TypeTextMessageContent), d.MessageID, d.Delta, data)
-		case agui.ToolCallArgs:
-			seq, err = e.log.WriteDelta(e.ctx, string(agui.TypeToolCallArgs), d.ToolCallID, d.Delta, data)
-		default:
-			seq, err = e.log.Write(e.ctx, data)
-		}
+		seq, err = e.log.Write(e.ctx, data)
 		if err != nil {
 			e.logErr = err
 		}
 	}
 	if e.sse != nil {
 		_ = e.sse.WriteEvent(seq, data) // a gone client surfaces as the request's cancellation
+	}
+	e.encoded++
+}
+
+// delta sends a TEXT_MESSAGE_CONTENT or TOOL_CALL_ARGS event: the per-token path, which
+// encodes straight into the reused buffer and hands the log writer the fields it needs,
+// so a token costs no interface boxing and no parse.
+func (e *emitter) delta(typ agui.Type, id, text string) {
+	if e == nil || e.muted {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	data := agui.AppendDelta(e.buf[:0], typ, id, text)
+	e.buf = data
+	var seq int64
+	if e.log != nil && e.logErr == nil {
+		var err error
+		if seq, err = e.log.WriteDelta(e.ctx, string(typ), id, text, data); err != nil {
+			e.logErr = err
+		}
+	}
+	if e.sse != nil {
+		_ = e.sse.WriteEvent(seq, data)
 	}
 	e.encoded++
 }

@@ -162,11 +162,16 @@ func (s *loopState) modelCall(stepName string) (turn, error) {
 	r := s.r
 	req := Request{Model: r.agent.model.ModelID(), System: r.agent.system, Messages: s.history, Tools: r.tools}
 	called := false
+	var live turn
 	call := func(ctx context.Context) (json.RawMessage, error) {
 		called = true
 		t, err := s.streamTurn(ctx, stepName, req)
 		if err != nil {
 			return nil, err
+		}
+		live = t
+		if r.durable == nil {
+			return nil, nil // nothing records it: no need to encode
 		}
 		return json.Marshal(t)
 	}
@@ -180,12 +185,15 @@ func (s *loopState) modelCall(stepName string) (turn, error) {
 	if err != nil {
 		return turn{}, err
 	}
+	if called {
+		return live, nil
+	}
 	var t turn
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return turn{}, fmt.Errorf("ai: decoding recorded turn: %w", err)
 	}
 	// A replayed turn keeps the message numbering: its text took an id.
-	if !called && t.Text != "" {
+	if t.Text != "" {
 		s.ids.next()
 	}
 	return t, nil
@@ -235,7 +243,7 @@ func (s *loopState) streamTurn(ctx context.Context, stepName string, req Request
 				textOpen = true
 			}
 			text.WriteString(chunk.Text)
-			s.em.emit(agui.TextMessageContent{MessageID: msgID, Delta: chunk.Text})
+			s.em.delta(agui.TypeTextMessageContent, msgID, chunk.Text)
 		}
 		if d := chunk.ToolCall; d != nil {
 			c, ok := calls[d.Index]
@@ -264,7 +272,7 @@ func (s *loopState) streamTurn(ctx context.Context, stepName string, req Request
 			}
 			if d.ArgsDelta != "" {
 				args[d.Index].WriteString(d.ArgsDelta)
-				s.em.emit(agui.ToolCallArgs{ToolCallID: c.ID, Delta: d.ArgsDelta})
+				s.em.delta(agui.TypeToolCallArgs, c.ID, d.ArgsDelta)
 			}
 		}
 		if chunk.Usage != nil {

@@ -139,7 +139,14 @@ func (w *LogWriter) Write(ctx context.Context, event json.RawMessage) (int64, er
 	if ev.Type == "" {
 		return 0, errors.New(`journal: log event has no "type"`)
 	}
-	return w.write(ev, event)
+	id, delta, isDelta := ev.MessageID, "", false
+	if ev.Type == "TOOL_CALL_ARGS" {
+		id = ev.ToolCallID
+	}
+	if ev.Delta != nil && id != "" && (ev.Type == "TEXT_MESSAGE_CONTENT" || ev.Type == "TOOL_CALL_ARGS") {
+		delta, isDelta = *ev.Delta, true
+	}
+	return w.write(ev.Type, id, delta, isDelta, event)
 }
 
 // WriteDelta is [LogWriter.Write] for a TEXT_MESSAGE_CONTENT (id = messageId) or
@@ -147,19 +154,15 @@ func (w *LogWriter) Write(ctx context.Context, event json.RawMessage) (int64, er
 // path of a token stream, which then needs no JSON parsing. event must be the encoded
 // event carrying those same fields.
 func (w *LogWriter) WriteDelta(ctx context.Context, typ, id, delta string, event json.RawMessage) (int64, error) {
-	ev := logEvent{Type: typ, Delta: &delta}
-	switch typ {
-	case "TEXT_MESSAGE_CONTENT":
-		ev.MessageID = id
-	case "TOOL_CALL_ARGS":
-		ev.ToolCallID = id
-	default:
-		return 0, fmt.Errorf("journal: WriteDelta: %s is not a delta event", typ)
+	if typ != "TEXT_MESSAGE_CONTENT" && typ != "TOOL_CALL_ARGS" || id == "" {
+		return 0, fmt.Errorf("journal: WriteDelta: %s with id %q is not a delta event", typ, id)
 	}
-	return w.write(ev, event)
+	return w.write(typ, id, delta, true, event)
 }
 
-func (w *LogWriter) write(ev logEvent, event json.RawMessage) (int64, error) {
+// write stores one event: a delta of message or tool call id is coalesced, anything else
+// is a row of its own.
+func (w *LogWriter) write(typ, id, delta string, isDelta bool, event json.RawMessage) (int64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
@@ -173,20 +176,15 @@ func (w *LogWriter) write(ev logEvent, event json.RawMessage) (int64, error) {
 		w.seal()
 	}
 	var seq int64
-	delta := (ev.Type == "TEXT_MESSAGE_CONTENT" && ev.MessageID != "" || ev.Type == "TOOL_CALL_ARGS" && ev.ToolCallID != "") && ev.Delta != nil
-	if delta {
-		id := ev.MessageID
-		if ev.Type == "TOOL_CALL_ARGS" {
-			id = ev.ToolCallID
-		}
-		if err := w.addDelta(ev.Type, id, *ev.Delta, event, now); err != nil {
+	if isDelta {
+		if err := w.addDelta(typ, id, delta, event, now); err != nil {
 			return 0, err
 		}
 	} else {
 		w.seal()
 		seq = w.enqueue(bytes.Clone(event))
 	}
-	if ev.Type == "RUN_FINISHED" || ev.Type == "RUN_ERROR" {
+	if typ == "RUN_FINISHED" || typ == "RUN_ERROR" {
 		w.seal()
 		return seq, w.commit()
 	}

@@ -6,21 +6,34 @@ import (
 	"unicode/utf8"
 )
 
+// AppendDelta appends the wire JSON of a TEXT_MESSAGE_CONTENT (id is the messageId) or
+// TOOL_CALL_ARGS (id is the toolCallId) event, the same bytes [AppendJSON] writes for
+// them, without boxing the event in an interface: the per-token path of a stream. Any
+// other typ appends nothing.
+func AppendDelta(dst []byte, typ Type, id, delta string) []byte {
+	switch typ {
+	case TypeTextMessageContent:
+		dst = append(dst, `{"type":"TEXT_MESSAGE_CONTENT","messageId":`...)
+	case TypeToolCallArgs:
+		dst = append(dst, `{"type":"TOOL_CALL_ARGS","toolCallId":`...)
+	default:
+		return dst
+	}
+	dst = appendString(dst, id)
+	dst = append(dst, `,"delta":`...)
+	dst = appendString(dst, delta)
+	return append(dst, '}')
+}
+
 // AppendJSON appends the wire JSON of ev to dst: the same bytes json.Marshal produces,
 // without reflection or allocations for the events a run streams per token, so a stream
 // can reuse one buffer for every frame.
 func AppendJSON(dst []byte, ev Event) ([]byte, error) {
 	switch e := ev.(type) {
 	case TextMessageContent:
-		dst = append(dst, `{"type":"TEXT_MESSAGE_CONTENT","messageId":`...)
-		dst = appendString(dst, e.MessageID)
-		dst = append(dst, `,"delta":`...)
-		dst = appendString(dst, e.Delta)
+		return AppendDelta(dst, TypeTextMessageContent, e.MessageID, e.Delta), nil
 	case ToolCallArgs:
-		dst = append(dst, `{"type":"TOOL_CALL_ARGS","toolCallId":`...)
-		dst = appendString(dst, e.ToolCallID)
-		dst = append(dst, `,"delta":`...)
-		dst = appendString(dst, e.Delta)
+		return AppendDelta(dst, TypeToolCallArgs, e.ToolCallID, e.Delta), nil
 	case RunStarted:
 		dst = append(dst, `{"type":"RUN_STARTED","threadId":`...)
 		dst = appendString(dst, e.ThreadID)

@@ -43,6 +43,7 @@ type Driver struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	done   chan struct{}
+	idle   *time.Timer // stops the listener when nobody subscribed again within the grace
 }
 
 var _ journal.Driver = (*Driver)(nil)
@@ -84,11 +85,18 @@ func (d *Driver) notify(ctx context.Context, streamID string) {
 	_, _ = d.db.DB.ExecContext(ctx, `SELECT pg_notify($1, $2)`, d.channel, streamID)
 }
 
-// reconcile runs the listener while anyone is subscribed and stops it otherwise.
+// reconcile runs the listener while anyone is subscribed, and stops it one PollInterval
+// after the last subscriber left: followers that come one after another (a client
+// reconnecting, a dashboard polling runs) reuse the LISTEN connection instead of dialling
+// a new Postgres backend each time.
 func (d *Driver) reconcile() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	active := d.Hub().Active()
+	if active && d.idle != nil {
+		d.idle.Stop()
+		d.idle = nil
+	}
 	if active && d.cancel == nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		prev, done := d.done, make(chan struct{})
@@ -101,7 +109,17 @@ func (d *Driver) reconcile() {
 		}()
 		return
 	}
-	if !active && d.cancel != nil {
+	if !active && d.cancel != nil && d.idle == nil {
+		d.idle = time.AfterFunc(d.opts.PollInterval, d.stopIdle)
+	}
+}
+
+// stopIdle stops the listener if still nobody is subscribed.
+func (d *Driver) stopIdle() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.idle = nil
+	if !d.Hub().Active() && d.cancel != nil {
 		d.cancel()
 		d.cancel = nil // the goroutine exits on its own; Close waits for it
 	}
@@ -112,6 +130,10 @@ func (d *Driver) Close() error {
 	d.mu.Lock()
 	cancel, done := d.cancel, d.done
 	d.cancel = nil
+	if d.idle != nil {
+		d.idle.Stop()
+		d.idle = nil
+	}
 	d.mu.Unlock()
 	if cancel != nil {
 		cancel()
