@@ -1,0 +1,235 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/clientx"
+	"github.com/bbc28f59/engine/httpx"
+)
+
+// FollowOptions configure [Follow]. The zero value follows from the start with
+// http.DefaultClient and up to [DefaultMaxReconnects] reconnects in a row.
+type FollowOptions struct {
+	// Doer sends the requests; nil means http.DefaultClient. It must not time out whole
+	// responses (http.Client.Timeout), since a follow stream stays open while the run is
+	// parked; bound the stream with ctx instead.
+	Doer clientx.Doer
+	// Header is sent with every request.
+	Header http.Header
+	// Auth supplies a bearer token for every (re)connection; a 401 runs Refresh once per
+	// connection and tries again, as the flow client does.
+	Auth *clientx.Auth
+	// LastEventID resumes after this seq: the stream starts with the row after it.
+	LastEventID int64
+	// MaxReconnects bounds the reconnects in a row that bring no new frame; the count
+	// starts again after every frame. 0 means [DefaultMaxReconnects]; negative means
+	// never reconnect.
+	MaxReconnects int
+	// Backoff is the wait before the first reconnect, doubled after each fruitless one up
+	// to [MaxFollowBackoff]. 0 means [DefaultFollowBackoff].
+	Backoff time.Duration
+}
+
+// Defaults of [FollowOptions].
+const (
+	DefaultMaxReconnects = 5
+	DefaultFollowBackoff = 100 * time.Millisecond
+	MaxFollowBackoff     = 5 * time.Second
+)
+
+// FollowURL returns the follow route of the agent run runID (the runId of its events)
+// on the app served at baseURL.
+func FollowURL(baseURL, runID string) string {
+	return strings.TrimRight(baseURL, "/") + "/agent/runs/" + url.PathEscape(runID) + "/events"
+}
+
+// Follow reads the stored event log of an agent run from its follow route (see
+// [FollowURL]): every event once, in seq order, through approval interrupts and the
+// resumed runs after them, until the server ends the stream after the run's end.
+//
+// When the connection drops (a network error, or the body ending while the last event
+// is not the end of the run) Follow waits, reconnects with Last-Event-ID set to the last
+// seq it yielded and goes on, so the caller sees no gap and no duplicate. A reply that
+// is not an event stream (401, 404, ...) ends the sequence with a [*ResponseError]; 5xx
+// replies are retried like dropped connections. When the reconnects run out, or ctx
+// ends, the sequence ends with an error. A frame that cannot be decoded is yielded as an
+// error and following goes on.
+func Follow(ctx context.Context, followURL string, opts FollowOptions) iter.Seq2[Frame, error] {
+	return func(yield func(Frame, error) bool) {
+		f := follower{ctx: ctx, url: followURL, opts: opts, last: opts.LastEventID}
+		if f.opts.Doer == nil {
+			f.opts.Doer = http.DefaultClient
+		}
+		if f.opts.MaxReconnects == 0 {
+			f.opts.MaxReconnects = DefaultMaxReconnects
+		}
+		if f.opts.Backoff <= 0 {
+			f.opts.Backoff = DefaultFollowBackoff
+		}
+		f.run(yield)
+	}
+}
+
+type follower struct {
+	ctx  context.Context
+	url  string
+	opts FollowOptions
+	last int64 // the seq of the last frame yielded
+	// ended is true when the last event yielded ends the whole run: no resumed run
+	// follows it in the log.
+	ended bool
+}
+
+// fatalError ends following without a reconnect: reconnecting cannot help.
+type fatalError struct{ err error }
+
+func (e fatalError) Error() string { return e.err.Error() }
+func (e fatalError) Unwrap() error { return e.err }
+
+// errStop means the caller stopped ranging.
+var errStop = errors.New("stop")
+
+// run connects and reconnects until the run's end, a final error, or the caller stops.
+// Reconnects that bring no frame back off (doubling up to MaxFollowBackoff) and are
+// bounded by MaxReconnects; any frame resets both.
+func (f *follower) run(yield func(Frame, error) bool) {
+	fails := 0
+	delay := f.opts.Backoff
+	for connects := 0; ; connects++ {
+		got, err := f.connect(yield)
+		switch {
+		case errors.Is(err, errStop):
+			return
+		case err == nil && (f.ended || (connects > 0 && got == 0)):
+			// The server ended the stream after the run's end, or a reconnect found the
+			// stream over with nothing more to send.
+			return
+		}
+		var re *ResponseError
+		var fatal fatalError
+		if errors.As(err, &re) && re.StatusCode < 500 || errors.As(err, &fatal) {
+			yield(Frame{}, err)
+			return
+		}
+		if f.ctx.Err() != nil {
+			yield(Frame{}, fmt.Errorf("agent: following %s: %w", f.url, f.ctx.Err()))
+			return
+		}
+		if got > 0 {
+			fails, delay = 0, f.opts.Backoff
+		}
+		if fails >= f.opts.MaxReconnects {
+			if err == nil {
+				err = errors.New("the stream ended before the run did")
+			}
+			yield(Frame{}, fmt.Errorf("agent: following %s: giving up after %d reconnects: %w", f.url, fails, err))
+			return
+		}
+		fails++
+		t := time.NewTimer(delay)
+		select {
+		case <-f.ctx.Done():
+			t.Stop()
+			yield(Frame{}, fmt.Errorf("agent: following %s: %w", f.url, f.ctx.Err()))
+			return
+		case <-t.C:
+		}
+		delay = min(delay*2, MaxFollowBackoff)
+	}
+}
+
+// connect makes one request and yields its new frames. It returns how many it yielded
+// and nil when the body ended cleanly, or the error that ended the connection.
+func (f *follower) connect(yield func(Frame, error) bool) (int, error) {
+	resp, err := f.request(false)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if err := CheckResponse(resp); err != nil {
+		return 0, err
+	}
+	got := 0
+	for fr, err := range ReadFrames(resp.Body) {
+		if err != nil && fr.ID == "" && fr.Seq == 0 {
+			return got, err // a read failure: reconnect
+		}
+		if fr.Seq > 0 && fr.Seq <= f.last {
+			continue // a server that ignored Last-Event-ID: never yield twice
+		}
+		if fr.Seq > 0 {
+			f.last = fr.Seq
+		}
+		got++
+		if err == nil {
+			f.ended = endsRun(fr.Event)
+		}
+		if !yield(fr, err) {
+			return got, errStop
+		}
+	}
+	return got, nil
+}
+
+// request sends one GET with the headers, the token and Last-Event-ID, running Refresh
+// once on a 401.
+func (f *follower) request(refreshed bool) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(f.ctx, http.MethodGet, f.url, nil)
+	if err != nil {
+		return nil, fatalError{fmt.Errorf("agent: %w", err)}
+	}
+	for k, vs := range f.opts.Header {
+		req.Header[k] = append([]string(nil), vs...)
+	}
+	req.Header.Set("Accept", httpx.SSEContentType)
+	if f.last > 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(f.last, 10))
+	}
+	if a := f.opts.Auth; a != nil && a.GetToken != nil {
+		tok, err := a.GetToken(f.ctx)
+		if err != nil {
+			return nil, fatalError{fmt.Errorf("agent: auth token: %w", err)}
+		}
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+	}
+	resp, err := f.opts.Doer.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusUnauthorized && !refreshed && f.opts.Auth != nil && f.opts.Auth.Refresh != nil {
+		if rerr := f.opts.Auth.Refresh(f.ctx); rerr == nil {
+			resp.Body.Close()
+			return f.request(true)
+		}
+	}
+	return resp, nil
+}
+
+// endsRun reports whether ev ends the whole run: a RUN_FINISHED that is not an approval
+// interrupt, or a RUN_ERROR other than WorkerLost (after which the run resumes on
+// another worker).
+func endsRun(ev agui.Event) bool {
+	switch e := ev.(type) {
+	case agui.RunFinished:
+		return e.Outcome == nil || e.Outcome.Type != agui.OutcomeInterrupt
+	case agui.RunError:
+		return e.Code != codeWorkerLost
+	}
+	return false
+}
+
+// codeWorkerLost is the RUN_ERROR code the engine logs when a worker died mid-run and
+// another resumes it (ai.CodeWorkerLost; not imported, to keep the ai package out of
+// client binaries).
+const codeWorkerLost = "WorkerLost"
