@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/clientx"
+	"github.com/bbc28f59/engine/clientx/agent"
+	"github.com/bbc28f59/engine/examples/quickstart/contract"
+)
+
+// TestQuickstart runs what the quickstart prints: the flows through the typed client,
+// the offline agent calling a tool, and a transfer that parks, is approved and resumes.
+func TestQuickstart(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "") // the offline model, whatever the environment says
+	app, closeDB, err := newApp(filepath.Join(t.TempDir(), "quickstart.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDB()
+	ctx := context.Background()
+	if err := app.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close(ctx)
+	srv := httptest.NewServer(app.Handler())
+	defer srv.Close()
+
+	c, err := clientx.New(srv.URL, clientx.WithRoutes(contract.Greeter.Routes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := clientx.Call(ctx, c, contract.Hello, contract.HelloIn{Name: "gopher"}); res.Data.Message != "Hello, gopher!" {
+		t.Fatalf("hello: %+v", res)
+	}
+	div := clientx.Call(ctx, c, contract.Divide, contract.DivideIn{A: 1, B: 0})
+	if data, ok := contract.DivideByZero.DataOf(div.Error); !ok || data.Dividend != 1 || div.Status != http.StatusBadRequest {
+		t.Fatalf("divide by zero: %+v", div)
+	}
+
+	weather := chat(t, srv.URL, "weather in Paris")
+	if res := lastFinished(t, weather); res.Result == nil || res.Result.StopReason != agui.StopCompleted ||
+		!strings.Contains(string(res.Result.Output), `"tempC":17`) {
+		t.Fatalf("the weather run: %+v", res.Result)
+	}
+
+	parked := chat(t, srv.URL, "send 500 to bob")
+	fin := lastFinished(t, parked)
+	if fin.Outcome == nil || len(fin.Outcome.Interrupts) != 1 || fin.Outcome.Interrupts[0].Payload.Tool != "tools.transfer" {
+		t.Fatalf("the transfer must park for approval: %+v", fin)
+	}
+	if err := agent.Approve(ctx, c, fin.Outcome.Interrupts[0].ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	var final agui.RunFinished
+	for f, err := range agent.Follow(ctx, agent.FollowURL(srv.URL, fin.RunID), agent.FollowOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev, ok := f.Event.(agui.RunFinished); ok && ev.Outcome == nil {
+			final = ev
+		}
+	}
+	if final.Result == nil || final.Result.StopReason != agui.StopCompleted || !strings.Contains(string(final.Result.Output), `"ok":true`) {
+		t.Fatalf("the approved run must complete with the transfer's result: %+v", final.Result)
+	}
+}
+
+func chat(t *testing.T, base, message string) []agui.Event {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"message": message})
+	res, err := http.Post(base+"/chat", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out []agui.Event
+	for ev, err := range agent.ReadAgentEvents(res.Body) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ev)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	return out
+}
+
+func lastFinished(t *testing.T, evs []agui.Event) agui.RunFinished {
+	t.Helper()
+	for i := len(evs) - 1; i >= 0; i-- {
+		if f, ok := evs[i].(agui.RunFinished); ok {
+			return f
+		}
+	}
+	t.Fatalf("no RUN_FINISHED in %d events", len(evs))
+	return agui.RunFinished{}
+}
