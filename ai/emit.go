@@ -53,7 +53,12 @@ func (e *emitter) emit(ev agui.Event) {
 	e.buf = data
 	var seq int64
 	if e.log != nil && e.logErr == nil {
-		seq, err = e.log.Write(e.ctx, data)
+		switch ev.(type) {
+		case agui.TextMessageContent, agui.ToolCallArgs, agui.Unknown:
+			seq, err = e.log.Write(e.ctx, data)
+		default:
+			seq, err = e.log.WriteTyped(e.ctx, string(ev.Type()), data)
+		}
 		if err != nil {
 			e.logErr = err
 		}

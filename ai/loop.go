@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai/agui"
@@ -17,6 +16,7 @@ import (
 // so a replay rebuilds the conversation without calling the model.
 type turn struct {
 	Text      string     `json:"text,omitempty"`
+	TextIDs   int        `json:"textIds,omitempty"` // message ids its text took (text can resume after a tool call)
 	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
 	Usage     Usage      `json:"usage"`
 	Finish    string     `json:"finish,omitempty"`
@@ -47,7 +47,7 @@ const (
 // loop runs the agent until it stops, parks or fails, emitting every event. It fills
 // r.result, r.parked or r.err.
 func (r *AgentRun) loop(ctx context.Context, em *emitter) {
-	st := &loopState{r: r, em: em, ctx: ctx}
+	st := &loopState{r: r, em: em, ctx: ctx, seen: map[string]bool{}}
 	st.run()
 }
 
@@ -64,6 +64,7 @@ type loopState struct {
 	output   json.RawMessage
 	text     string
 	history  []Message
+	seen     map[string]bool // tool call ids used in this run: each call gets its own
 }
 
 func (s *loopState) run() {
@@ -192,106 +193,16 @@ func (s *loopState) modelCall(stepName string) (turn, error) {
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return turn{}, fmt.Errorf("ai: decoding recorded turn: %w", err)
 	}
-	// A replayed turn keeps the message numbering: its text took an id.
-	if t.Text != "" {
+	// A replayed turn keeps the numbering of message ids and the tool call ids it used.
+	n := t.TextIDs
+	if n == 0 && t.Text != "" {
+		n = 1
+	}
+	for range n {
 		s.ids.next()
 	}
-	return t, nil
-}
-
-// streamTurn calls the provider and turns its chunks into events as they arrive.
-func (s *loopState) streamTurn(ctx context.Context, stepName string, req Request) (turn, error) {
-	r := s.r
-	var (
-		t        turn
-		text     strings.Builder
-		msgID    string
-		textOpen bool
-		calls    = map[int]*ToolCall{}
-		args     = map[int]*strings.Builder{}
-		order    []int
-		openCall = -1
-	)
-	endText := func() {
-		if textOpen {
-			s.em.emit(agui.TextMessageEnd{MessageID: msgID})
-			textOpen = false
-		}
-	}
-	endCall := func() {
-		if openCall >= 0 {
-			s.em.emit(agui.ToolCallEnd{ToolCallID: calls[openCall].ID})
-			openCall = -1
-		}
-	}
-	for chunk, err := range r.agent.model.Provider().Stream(ctx, req) {
-		if err != nil {
-			if ctx.Err() != nil {
-				return turn{}, ctx.Err()
-			}
-			return turn{}, &stopError{code: CodeProviderError, msg: err.Error()}
-		}
-		if chunk.Text != "" {
-			if openCall >= 0 {
-				endCall()
-			}
-			if !textOpen {
-				if msgID == "" {
-					msgID = s.ids.next()
-				}
-				s.em.emit(agui.TextMessageStart{MessageID: msgID, Role: agui.RoleAssistant})
-				textOpen = true
-			}
-			text.WriteString(chunk.Text)
-			s.em.delta(agui.TypeTextMessageContent, msgID, chunk.Text)
-		}
-		if d := chunk.ToolCall; d != nil {
-			c, ok := calls[d.Index]
-			if !ok {
-				endText()
-				endCall()
-				id := d.ID
-				if id == "" {
-					id = r.agent.name + ":" + strconv.Itoa(s.step) + ":" + strconv.Itoa(d.Index)
-				}
-				c = &ToolCall{ID: id, Name: d.Name}
-				calls[d.Index] = c
-				args[d.Index] = &strings.Builder{}
-				order = append(order, d.Index)
-				start := agui.ToolCallStart{ToolCallID: id, ToolCallName: r.flowOf(d.Name)}
-				if msgID != "" {
-					start.ParentMessageID = msgID
-				}
-				s.em.emit(start)
-				openCall = d.Index
-			} else if openCall != d.Index {
-				return turn{}, &stopError{code: CodeProviderError, msg: "ai: provider interleaved tool calls"}
-			}
-			if c.Name == "" && d.Name != "" {
-				c.Name = d.Name
-			}
-			if d.ArgsDelta != "" {
-				args[d.Index].WriteString(d.ArgsDelta)
-				s.em.delta(agui.TypeToolCallArgs, c.ID, d.ArgsDelta)
-			}
-		}
-		if chunk.Usage != nil {
-			t.Usage = t.Usage.merge(*chunk.Usage)
-		}
-		if chunk.FinishReason != "" {
-			t.Finish = chunk.FinishReason
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return turn{}, err
-	}
-	endText()
-	endCall()
-	t.Text = text.String()
-	for _, i := range order {
-		c := *calls[i]
-		c.Arguments = args[i].String()
-		t.ToolCalls = append(t.ToolCalls, c)
+	for _, c := range t.ToolCalls {
+		s.seen[c.ID] = true
 	}
 	return t, nil
 }
@@ -330,14 +241,14 @@ func (s *loopState) toolCalls(stepName string, calls []ToolCall) (agui.StopReaso
 				msg: fmt.Sprintf("ai: agent %s called tool %q, which is not in its tools; add the flow to the agent's tools or stop offering it", r.agent.name, r.flowOf(c.Name))}
 		}
 	}
-	decisions, err := s.approvals(stepName, calls)
+	// Only the calls maxSteps lets run are asked about: nobody approves a call that is
+	// dropped anyway.
+	runnable := calls[:min(len(calls), max(r.agent.maxSteps-s.calls, 0))]
+	decisions, err := s.approvals(stepName, runnable)
 	if err != nil || r.parked {
 		return "", err
 	}
-	for _, c := range calls {
-		if s.calls >= r.agent.maxSteps {
-			return agui.StopMaxSteps, nil
-		}
+	for _, c := range runnable {
 		s.calls++
 		out, live, err := s.runTool(c, decisions[c.ID])
 		if err != nil {
@@ -356,7 +267,7 @@ func (s *loopState) toolCalls(stepName string, calls []ToolCall) (agui.StopReaso
 			s.output = out.Output
 		}
 	}
-	if s.calls >= r.agent.maxSteps {
+	if len(runnable) < len(calls) || s.calls >= r.agent.maxSteps {
 		return agui.StopMaxSteps, nil
 	}
 	return "", nil

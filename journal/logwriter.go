@@ -149,6 +149,15 @@ func (w *LogWriter) Write(ctx context.Context, event json.RawMessage) (int64, er
 	return w.write(ev.Type, id, delta, isDelta, event)
 }
 
+// WriteTyped is [LogWriter.Write] for a structural (non-delta) event whose type the
+// caller already has, so the event is stored without being parsed.
+func (w *LogWriter) WriteTyped(ctx context.Context, typ string, event json.RawMessage) (int64, error) {
+	if typ == "" || typ == "TEXT_MESSAGE_CONTENT" || typ == "TOOL_CALL_ARGS" {
+		return 0, fmt.Errorf("journal: WriteTyped: %q is not a structural event type", typ)
+	}
+	return w.write(typ, "", "", false, event)
+}
+
 // WriteDelta is [LogWriter.Write] for a TEXT_MESSAGE_CONTENT (id = messageId) or
 // TOOL_CALL_ARGS (id = toolCallId) event whose fields the caller already has: the hot
 // path of a token stream, which then needs no JSON parsing. event must be the encoded

@@ -83,7 +83,7 @@ func logWriterCases() []testCase {
 			}
 			must(t, "Close", w.Close(e.ctx))
 		}},
-		{"LogWriter/WriteDeltaStoresWhatWriteStores", func(t *testing.T, e *env) {
+		{"LogWriter/WriteDeltaAndWriteTypedStoreWhatWriteStores", func(t *testing.T, e *env) {
 			j := e.journal("a")
 			e.stream(j, "s1", "")
 			e.stream(j, "s2", "")
@@ -113,8 +113,15 @@ func logWriterCases() []testCase {
 			if _, err := b.WriteDelta(e.ctx, "RUN_STARTED", "x", "y", json.RawMessage(`{}`)); err == nil {
 				t.Fatal("WriteDelta must refuse an event that is not a delta")
 			}
+			if _, err := b.WriteTyped(e.ctx, "TEXT_MESSAGE_CONTENT", json.RawMessage(`{}`)); err == nil {
+				t.Fatal("WriteTyped must refuse a delta")
+			}
 			write(t, e, a, `{"type":"RUN_FINISHED","threadId":"t","runId":"s"}`)
-			write(t, e, b, `{"type":"RUN_FINISHED","threadId":"t","runId":"s"}`)
+			seq, err := b.WriteTyped(e.ctx, "RUN_FINISHED", json.RawMessage(`{"type":"RUN_FINISHED","threadId":"t","runId":"s"}`))
+			must(t, "WriteTyped", err)
+			if seq != 4 {
+				t.Fatalf("a structural event gets its seq at once: got %d, want 4", seq)
+			}
 			_, ra := e.seqs(j, "s1")
 			_, rb := e.seqs(j, "s2")
 			ga, gb := events(t, ra), events(t, rb)

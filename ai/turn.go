@@ -1,0 +1,161 @@
+package ai
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/bbc28f59/engine/ai/agui"
+)
+
+// streamTurn calls the provider and turns its chunks into events as they arrive, and
+// returns the assembled turn.
+func (s *loopState) streamTurn(ctx context.Context, stepName string, req Request) (turn, error) {
+	b := &turnBuilder{s: s, open: -1}
+	for chunk, err := range s.r.agent.model.Provider().Stream(ctx, req) {
+		if err != nil {
+			if ctx.Err() != nil {
+				return turn{}, ctx.Err()
+			}
+			return turn{}, &stopError{code: CodeProviderError, msg: err.Error()}
+		}
+		if chunk.Text != "" {
+			b.text(chunk.Text)
+		}
+		if chunk.ToolCall != nil {
+			if err := b.toolCall(*chunk.ToolCall); err != nil {
+				return turn{}, err
+			}
+		}
+		if chunk.Usage != nil {
+			b.t.Usage = b.t.Usage.merge(*chunk.Usage)
+		}
+		if chunk.FinishReason != "" {
+			b.t.Finish = chunk.FinishReason
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return turn{}, err
+	}
+	return b.finish(), nil
+}
+
+// turnBuilder assembles one streamed turn and emits its events in an order every AG-UI
+// client accepts: a text segment is one message (text that resumes after a tool call is
+// a new message with its own id); a tool call starts once its name is known, with the
+// argument pieces that arrived before replayed after the start.
+type turnBuilder struct {
+	s        *loopState
+	t        turn
+	textBuf  strings.Builder
+	msgID    string // the current or last text message
+	textOpen bool
+	calls    []*streamedCall
+	byIndex  map[int]*streamedCall
+	open     int // provider index of the call being streamed, or -1
+}
+
+type streamedCall struct {
+	call    ToolCall
+	args    strings.Builder
+	started bool
+	early   []string // argument pieces that arrived before the name
+}
+
+func (b *turnBuilder) text(delta string) {
+	b.endCall()
+	if !b.textOpen {
+		b.msgID = b.s.ids.next()
+		b.t.TextIDs++
+		b.s.em.emit(agui.TextMessageStart{MessageID: b.msgID, Role: agui.RoleAssistant})
+		b.textOpen = true
+	}
+	b.textBuf.WriteString(delta)
+	b.s.em.delta(agui.TypeTextMessageContent, b.msgID, delta)
+}
+
+func (b *turnBuilder) endText() {
+	if b.textOpen {
+		b.s.em.emit(agui.TextMessageEnd{MessageID: b.msgID})
+		b.textOpen = false
+	}
+}
+
+func (b *turnBuilder) toolCall(d ToolCallDelta) error {
+	if b.byIndex == nil {
+		b.byIndex = map[int]*streamedCall{}
+	}
+	c, ok := b.byIndex[d.Index]
+	if !ok {
+		b.endText()
+		b.endCall()
+		c = &streamedCall{call: ToolCall{ID: b.callID(d), Name: d.Name}}
+		b.byIndex[d.Index] = c
+		b.calls = append(b.calls, c)
+		b.open = d.Index
+	} else if b.open != d.Index {
+		return &stopError{code: CodeProviderError, msg: "ai: provider interleaved tool calls"}
+	}
+	if c.call.Name == "" && d.Name != "" {
+		c.call.Name = d.Name
+	}
+	if !c.started && c.call.Name != "" {
+		b.start(c)
+	}
+	if d.ArgsDelta != "" {
+		c.args.WriteString(d.ArgsDelta)
+		if c.started {
+			b.s.em.delta(agui.TypeToolCallArgs, c.call.ID, d.ArgsDelta)
+		} else {
+			c.early = append(c.early, d.ArgsDelta)
+		}
+	}
+	return nil
+}
+
+// callID is the provider's id unless it is missing or was already used in this run
+// (some servers number calls per turn): then agent:step:index, so every call of a run,
+// and so every approval, has an id of its own.
+func (b *turnBuilder) callID(d ToolCallDelta) string {
+	s := b.s
+	id := d.ID
+	if id == "" || s.seen[id] {
+		id = s.r.agent.name + ":" + strconv.Itoa(s.step) + ":" + strconv.Itoa(d.Index)
+	}
+	s.seen[id] = true
+	return id
+}
+
+func (b *turnBuilder) start(c *streamedCall) {
+	c.started = true
+	ev := agui.ToolCallStart{ToolCallID: c.call.ID, ToolCallName: b.s.r.flowOf(c.call.Name), ParentMessageID: b.msgID}
+	b.s.em.emit(ev)
+	for _, piece := range c.early {
+		b.s.em.delta(agui.TypeToolCallArgs, c.call.ID, piece)
+	}
+	c.early = nil
+}
+
+func (b *turnBuilder) endCall() {
+	if b.open < 0 {
+		return
+	}
+	c := b.byIndex[b.open]
+	if !c.started {
+		b.start(c) // the provider never named it; the loop halts on the unknown tool
+	}
+	b.s.em.emit(agui.ToolCallEnd{ToolCallID: c.call.ID})
+	b.open = -1
+}
+
+func (b *turnBuilder) finish() turn {
+	b.endText()
+	b.endCall()
+	b.t.Text = b.textBuf.String()
+	for _, c := range b.calls {
+		call := c.call
+		call.Arguments = c.args.String()
+		b.t.ToolCalls = append(b.t.ToolCalls, call)
+	}
+	return b.t
+}
