@@ -1,0 +1,79 @@
+package bench_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/bbc28f59/engine/bench/internal/agentbench"
+)
+
+// newEnv starts an agent harness closed at cleanup, or skips with the reason when the
+// driver's database is not configured.
+func newEnv(tb testing.TB, opts agentbench.Options) *agentbench.Env {
+	tb.Helper()
+	e, err := agentbench.New(context.Background(), opts)
+	if errors.Is(err, agentbench.ErrNoPostgres) {
+		tb.Skip(err.Error())
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(e.Close)
+	return e
+}
+
+// TestHarness checks that what the benchmarks measure is real: every target delivers the
+// same number of frames, the agent runs leave a log, the idle streams open, and the
+// resume and approval paths work end to end. It runs in a second or two, so plain
+// `go test ./bench/...` exercises the harness the benchmarks rely on.
+func TestHarness(t *testing.T) {
+	t.Parallel()
+	for _, driver := range []string{agentbench.Memory, agentbench.SQLite, agentbench.Postgres} {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			e := newEnv(t, agentbench.Options{Deltas: 20, Driver: driver})
+			if got, want := e.FramesPerRun(), 20+7; got != want {
+				t.Fatalf("frames per run = %d, want %d (RUN_STARTED, STEP_STARTED, TEXT_MESSAGE_START, deltas, TEXT_MESSAGE_END, STEP_FINISHED, RUN_FINISHED, [DONE])", got, want)
+			}
+			for _, target := range agentbench.Targets {
+				b, err := e.RunBatch(ctx, target, 3)
+				if err != nil {
+					t.Fatalf("%s: %v", target, err)
+				}
+				if b.Frames != 3*e.FramesPerRun() {
+					t.Fatalf("%s: %d frames", target, b.Frames)
+				}
+				if target == agentbench.Raw {
+					continue
+				}
+				rows, deltaRows, err := e.LogRows(ctx, b.RunIDs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if deltaRows < 3 || rows < 3*7 {
+					t.Fatalf("%s: %d rows, %d delta rows stored for 3 runs", target, rows, deltaRows)
+				}
+			}
+			runID, last, err := e.StoredRun(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.FollowFirstFrame(ctx, runID, last/2); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Ping(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.ApprovalCycle(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, target := range agentbench.Targets {
+				if _, err := e.IdleMemory(ctx, target, 3); err != nil {
+					t.Fatalf("idle %s: %v", target, err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,288 @@
+// Package agentbench is the shared harness of the agent benchmarks (issues 5 and 6): an
+// engine app whose agents run on the scripted provider, served over loopback TCP next to
+// raw SSE handlers that write the same frames, and a client that reads both with the
+// real SSE reader. The benchmarks in bench/ and the agentbench command both drive it, so
+// the numbers in bench/results.md come from one implementation.
+package agentbench
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	_ "modernc.org/sqlite" // the SQLite journal's database/sql driver
+
+	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/ai"
+	"github.com/bbc28f59/engine/ai/providers/scripted"
+	"github.com/bbc28f59/engine/journal"
+	"github.com/bbc28f59/engine/journal/drivers/memory"
+	"github.com/bbc28f59/engine/journal/drivers/postgres"
+	"github.com/bbc28f59/engine/journal/drivers/sqlite"
+)
+
+// Journal drivers the harness can run on.
+const (
+	Memory   = "memory"
+	SQLite   = "sqlite"
+	Postgres = "postgres"
+)
+
+// PostgresEnv is the environment variable holding the Postgres DSN, as in the journal tests.
+const PostgresEnv = "ENGINE_TEST_POSTGRES_DSN"
+
+// Options configure an [Env].
+type Options struct {
+	// Deltas is the number of text deltas (TEXT_MESSAGE_CONTENT events) of one streamed
+	// run. Default 100.
+	Deltas int
+	// Pace is the scripted provider's wait before every chunk; 0 streams as fast as the
+	// loop goes.
+	Pace time.Duration
+	// Driver is the journal driver: [Memory] (default), [SQLite] or [Postgres].
+	Driver string
+	// PostgresDSN is the database of the [Postgres] driver; default $ENGINE_TEST_POSTGRES_DSN.
+	PostgresDSN string
+}
+
+// Input is the body of the harness's chat flows.
+type Input struct {
+	Message string `json:"message"`
+}
+
+// TransferIn is the input of the tool that needs approval.
+type TransferIn struct {
+	To     string  `json:"to"`
+	Amount float64 `json:"amount"`
+}
+
+// TransferOut is the tool's output.
+type TransferOut struct {
+	OK bool `json:"ok"`
+}
+
+// Empty is the input and output of the ping flow, the "plain request" of issue 6.
+type Empty struct{}
+
+// The harness flows. Streamed runs come in a plain and a durable form so the journal's
+// step recording can be measured apart from the event log, which both write.
+var (
+	unit         = engine.NewUnit("agentbench")
+	streamPlain  = engine.Define[Input, *ai.AgentRun](unit, "stream", engine.POST("/agentbench/stream"), engine.Public())
+	streamDur    = engine.Define[Input, *ai.AgentRun](unit, "streamDurable", engine.POST("/agentbench/stream-durable"), engine.Public(), engine.Durable())
+	idlePlain    = engine.Define[Input, *ai.AgentRun](unit, "idle", engine.POST("/agentbench/idle"), engine.Public())
+	idleDur      = engine.Define[Input, *ai.AgentRun](unit, "idleDurable", engine.POST("/agentbench/idle-durable"), engine.Public(), engine.Durable())
+	payFlow      = engine.Define[Input, *ai.AgentRun](unit, "pay", engine.POST("/agentbench/pay"), engine.Public(), engine.Durable())
+	transferFlow = engine.Define[TransferIn, TransferOut](unit, "transfer", engine.Public(), engine.Describe("Send money."))
+	pingFlow     = engine.Define[Empty, Empty](unit, "ping", engine.Public())
+)
+
+// IdleWait is how long an idle run's model waits before its first chunk: longer than any
+// measurement, so the stream stays open until the client leaves.
+const IdleWait = time.Hour
+
+// Env is a running harness: the app, its journal and a loopback server.
+type Env struct {
+	URL     string
+	App     *engine.App
+	Journal *journal.Journal
+	Driver  string
+	Deltas  int
+
+	// WhileIdle, when set, is called by [Env.IdleMemory] while its streams are open and
+	// measured (to take a heap profile of them, for instance).
+	WhileIdle func(t Target)
+
+	pace    time.Duration
+	writes  atomic.Int64 // server connection writes, see countingListener
+	client  *http.Client
+	srv     *httptest.Server
+	cleanup []func()
+	raw     transcript // the frames of one streamed run, replayed by the raw handler
+	idle    transcript // the frames an idle run sends before it waits
+}
+
+// New starts a harness. Close it when done.
+func New(ctx context.Context, opts Options) (_ *Env, err error) {
+	if opts.Deltas == 0 {
+		opts.Deltas = 100
+	}
+	if opts.Deltas < 0 || opts.Pace < 0 {
+		return nil, errors.New("agentbench: Deltas and Pace must not be negative")
+	}
+	if opts.Driver == "" {
+		opts.Driver = Memory
+	}
+	e := &Env{Driver: opts.Driver, Deltas: opts.Deltas, pace: opts.Pace}
+	defer func() {
+		if err != nil {
+			e.Close()
+		}
+	}()
+	d, err := e.openDriver(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	e.Journal, err = journal.New(d, journal.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("agentbench: journal: %w", err)
+	}
+	if err := e.startApp(ctx, opts); err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /raw/stream", e.serveRawStream)
+	mux.HandleFunc("POST /raw/idle", e.serveRawIdle)
+	mux.Handle("/", e.App.Handler())
+	e.srv = httptest.NewUnstartedServer(mux)
+	e.srv.Listener = countingListener{Listener: e.srv.Listener, writes: &e.writes}
+	e.srv.Start()
+	e.cleanup = append(e.cleanup, e.srv.Close)
+	e.URL = e.srv.URL
+	e.client = &http.Client{Transport: &http.Transport{MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: time.Minute}}
+	e.cleanup = append(e.cleanup, e.client.CloseIdleConnections)
+	if err := e.capture(ctx); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Env) startApp(ctx context.Context, opts Options) error {
+	model := func(turns ...scripted.Turn) *ai.ModelDef {
+		return ai.Model("scripted", scripted.New(turns...), "scripted-1")
+	}
+	streamer := ai.Agent("streamer", model(scripted.Turn{Text: Words(opts.Deltas), Delay: opts.Pace}), nil, 0)
+	idler := ai.Agent("idler", model(scripted.Turn{Text: "late", Delay: IdleWait}), nil, 0)
+	payer := ai.Agent("payer", model(
+		scripted.Turn{ToolCalls: []ai.ToolCall{{ID: "call_1", Name: "agentbench_transfer", Arguments: `{"to":"bob","amount":500}`}}},
+		scripted.Turn{Text: "Sent 500 to bob."},
+	), []string{transferFlow.ID()}, 0)
+	run := func(a *ai.AgentDef) func(fx *engine.Fx, in Input) (*ai.AgentRun, error) {
+		return func(fx *engine.Fx, in Input) (*ai.AgentRun, error) {
+			return ai.Run(fx, a, in.Message, ai.RunOptions{Stream: true})
+		}
+	}
+	app, err := engine.New(
+		engine.WithLogger(slog.New(slog.DiscardHandler)),
+		engine.WithJournal(e.Journal),
+		ai.Install(ai.Options{}),
+		engine.Bind(streamPlain, run(streamer)),
+		engine.Bind(streamDur, run(streamer)),
+		engine.Bind(idlePlain, run(idler)),
+		engine.Bind(idleDur, run(idler)),
+		engine.Bind(payFlow, run(payer)),
+		engine.Bind(transferFlow, func(_ *engine.Fx, in TransferIn) (TransferOut, error) { return TransferOut{OK: in.To != ""}, nil },
+			ai.Approval(func(in TransferIn) bool { return in.Amount > 100 })),
+		engine.Bind(pingFlow, func(*engine.Fx, Empty) (Empty, error) { return Empty{}, nil }),
+	)
+	if err != nil {
+		return fmt.Errorf("agentbench: app: %w", err)
+	}
+	if err := app.Start(ctx); err != nil {
+		return fmt.Errorf("agentbench: start: %w", err)
+	}
+	e.App = app
+	e.cleanup = append(e.cleanup, func() { _ = app.Close(context.Background()) })
+	return nil
+}
+
+// openDriver opens the journal driver the options name, on a fresh database (a temp
+// SQLite file in WAL mode, or tables with a random prefix dropped at Close).
+func (e *Env) openDriver(ctx context.Context, opts Options) (journal.Driver, error) {
+	switch opts.Driver {
+	case Memory:
+		return memory.New(), nil
+	case SQLite:
+		dir, err := os.MkdirTemp("", "agentbench-")
+		if err != nil {
+			return nil, err
+		}
+		e.cleanup = append(e.cleanup, func() { _ = os.RemoveAll(dir) })
+		dsn := "file:" + filepath.Join(dir, "journal.db") +
+			"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		sqldb, err := sql.Open("sqlite", dsn)
+		if err != nil {
+			return nil, err
+		}
+		db := bun.NewDB(sqldb, sqlitedialect.New())
+		e.cleanup = append(e.cleanup, func() { _ = db.Close() })
+		return sqlite.New(db, sqlite.Options{})
+	case Postgres:
+		dsn := opts.PostgresDSN
+		if dsn == "" {
+			dsn = os.Getenv(PostgresEnv)
+		}
+		if dsn == "" {
+			return nil, ErrNoPostgres
+		}
+		pool, err := pgxpool.New(ctx, dsn)
+		if err != nil {
+			return nil, err
+		}
+		db := bun.NewDB(stdlib.OpenDBFromPool(pool), pgdialect.New())
+		e.cleanup = append(e.cleanup, func() { _ = db.Close(); pool.Close() })
+		prefix := "agentbench_" + randomHex(4) + "_"
+		d, err := postgres.New(db, postgres.Options{TablePrefix: prefix,
+			Listener: func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, dsn) }})
+		if err != nil {
+			return nil, err
+		}
+		e.cleanup = append(e.cleanup, func() {
+			_ = d.Close()
+			for _, t := range d.Tables() {
+				_, _ = db.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+t)
+			}
+		})
+		return d, nil
+	}
+	return nil, fmt.Errorf("agentbench: unknown driver %q (memory, sqlite or postgres)", opts.Driver)
+}
+
+// ErrNoPostgres is returned by [New] for the Postgres driver without a DSN.
+var ErrNoPostgres = errors.New("agentbench: " + PostgresEnv + " is not set; the Postgres driver needs a database (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+
+// Close stops the server, the app and the database, in reverse order of opening.
+func (e *Env) Close() {
+	for i := len(e.cleanup) - 1; i >= 0; i-- {
+		e.cleanup[i]()
+	}
+	e.cleanup = nil
+}
+
+// Words is a model text that the scripted provider streams as exactly n deltas of a
+// typical token's size.
+func Words(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString("tok")
+		b.WriteString(strconv.Itoa(i % 100))
+	}
+	return b.String()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

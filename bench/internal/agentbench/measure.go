@@ -1,0 +1,149 @@
+package agentbench
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"syscall"
+	"time"
+)
+
+// Sample is one target's measurement in one round.
+type Sample struct {
+	Target         Target
+	FramesPerSec   float64
+	AllocsPerFrame float64 // whole process (server, client reader, journal) per delivered frame
+	BytesPerFrame  float64
+	CPUPerFrame    time.Duration // process CPU time (user+system) per delivered frame
+	WritesPerFrame float64       // server socket writes (flushes) per frame
+	FirstFrame     time.Duration // median time to first frame of single streams on a quiet server
+	RowsPer1k      float64       // stored log rows per 1,000 deltas (0 for raw)
+	DeltaRowsPer1k float64       // of which rows holding text deltas
+}
+
+// Round runs one batch of n concurrent streams for every target and measures each. The
+// order of targets rotates with round so none always runs on a warmer or colder process.
+func (e *Env) Round(ctx context.Context, n, round int) ([]Sample, error) {
+	out := make([]Sample, len(Targets))
+	for k := range Targets {
+		i := (k + round) % len(Targets)
+		t := Targets[i]
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		cpu0, w0 := cpuTime(), e.writes.Load()
+		b, err := e.RunBatch(ctx, t, n)
+		cpu1, w1 := cpuTime(), e.writes.Load()
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			return nil, err
+		}
+		frames := float64(b.Frames)
+		s := Sample{
+			Target:         t,
+			FramesPerSec:   b.FramesPerSecond(),
+			AllocsPerFrame: float64(after.Mallocs-before.Mallocs) / frames,
+			BytesPerFrame:  float64(after.TotalAlloc-before.TotalAlloc) / frames,
+			CPUPerFrame:    time.Duration(float64(cpu1-cpu0) / frames),
+			WritesPerFrame: float64(w1-w0) / frames,
+		}
+		if s.FirstFrame, err = e.firstFrame(ctx, t, 3); err != nil {
+			return nil, err
+		}
+		if t != Raw {
+			rows, deltaRows, err := e.LogRows(ctx, b.RunIDs)
+			if err != nil {
+				return nil, err
+			}
+			deltas := float64(n * e.Deltas)
+			s.RowsPer1k = float64(rows) / deltas * 1000
+			s.DeltaRowsPer1k = float64(deltaRows) / deltas * 1000
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+// firstFrame is the median time to first frame of k streams of t read one after another,
+// so the figure is the stream's latency rather than a queue behind a busy batch.
+func (e *Env) firstFrame(ctx context.Context, t Target, k int) (time.Duration, error) {
+	ds := make([]time.Duration, k)
+	for i := range ds {
+		res, err := e.readStream(ctx, t, false)
+		if err != nil {
+			return 0, err
+		}
+		ds[i] = res.FirstFrame
+	}
+	return MedianDuration(ds), nil
+}
+
+// cpuTime is the process's user plus system CPU time so far. CPU per frame does not
+// depend on what else the shared machine runs, unlike frames per second.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Summary is the median of every figure of a target over several rounds.
+type Summary struct {
+	Sample
+	XRaw    float64 // FramesPerSec over the raw target's (1 for raw)
+	XRawCPU float64 // the raw target's CPU per frame over this one's: the CPU-bound throughput ratio
+}
+
+// Summarize takes the per-round samples and returns one median row per target, with the
+// throughput ratio against the raw baseline computed per round and then its median, so
+// a noisy round moves both sides together.
+func Summarize(rounds [][]Sample) ([]Summary, error) {
+	if len(rounds) == 0 {
+		return nil, fmt.Errorf("agentbench: no rounds to summarize")
+	}
+	out := make([]Summary, len(Targets))
+	for i, t := range Targets {
+		var fps, allocs, bytes, rows, drows, xraw, xcpu, writes []float64
+		var first, cpu []time.Duration
+		for _, r := range rounds {
+			s := r[i]
+			fps = append(fps, s.FramesPerSec)
+			allocs = append(allocs, s.AllocsPerFrame)
+			bytes = append(bytes, s.BytesPerFrame)
+			rows = append(rows, s.RowsPer1k)
+			drows = append(drows, s.DeltaRowsPer1k)
+			first = append(first, s.FirstFrame)
+			cpu = append(cpu, s.CPUPerFrame)
+			writes = append(writes, s.WritesPerFrame)
+			xraw = append(xraw, s.FramesPerSec/r[0].FramesPerSec)
+			xcpu = append(xcpu, float64(r[0].CPUPerFrame)/float64(s.CPUPerFrame))
+		}
+		out[i] = Summary{Sample: Sample{Target: t, FramesPerSec: Median(fps), AllocsPerFrame: Median(allocs),
+			BytesPerFrame: Median(bytes), FirstFrame: MedianDuration(first), RowsPer1k: Median(rows),
+			DeltaRowsPer1k: Median(drows), CPUPerFrame: MedianDuration(cpu), WritesPerFrame: Median(writes)}, XRaw: Median(xraw), XRawCPU: Median(xcpu)}
+	}
+	return out, nil
+}
+
+// Median returns the median of xs (0 for none); xs is not modified.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// MedianDuration is [Median] for durations.
+func MedianDuration(ds []time.Duration) time.Duration {
+	xs := make([]float64, len(ds))
+	for i, d := range ds {
+		xs[i] = float64(d)
+	}
+	return time.Duration(Median(xs))
+}
