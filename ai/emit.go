@@ -106,8 +106,13 @@ func (e *emitter) failed() error {
 	return nil
 }
 
-// custom sends a CUSTOM event.
+// custom sends a CUSTOM event. A subagent that does not stream has no sink of its own,
+// so its notices (and those of agents it runs in turn) go to the nearest ancestor run
+// that has one.
 func (e *emitter) custom(name string, value any) {
+	for e != nil && e.sse == nil && e.log == nil && e.parent != nil {
+		e = e.parent
+	}
 	if e == nil {
 		return
 	}

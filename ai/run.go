@@ -160,8 +160,8 @@ func (r *AgentRun) Outcome() (any, error) {
 // streams, and with CUSTOM notices on the parent run when this is a subagent.
 func (r *AgentRun) execute(ctx context.Context, sse *httpx.SSEWriter) {
 	r.started = true
-	em := &emitter{ctx: ctx, sse: sse}
 	parent := emitterFrom(r.fx.Context())
+	em := &emitter{ctx: ctx, sse: sse, parent: parent}
 	if parent != nil {
 		parent.custom(agui.CustomSubagentStarted, map[string]any{"agent": r.agent.name, "runId": r.id})
 	}
