@@ -5,12 +5,10 @@ package anthropictest
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"sync"
 	"time"
+
+	"github.com/bbc28f59/engine/ai/providers/internal/wirefake"
 )
 
 // Turn scripts one response of the fake.
@@ -125,126 +123,44 @@ func text(raw json.RawMessage) string {
 	return s
 }
 
-// Server is the running fake. It is safe for concurrent requests.
+// Server is the running fake. It is safe for concurrent requests; Requests, RequestCount,
+// Disconnected and Close come from the shared fake server.
 type Server struct {
-	srv          *httptest.Server
-	turns        []Turn
-	pick         func(Request) Turn
-	disconnected chan struct{}
+	*wirefake.Server[Request, Turn]
+}
 
-	mu       sync.Mutex
-	requests []Request
+var vendor = wirefake.Vendor[Request, Turn]{
+	Name:        "anthropictest",
+	Path:        "/v1/messages",
+	ContentType: "text/event-stream; charset=utf-8",
+	Received: func(req *Request, body []byte, header http.Header) {
+		req.Raw, req.Header = body, header
+	},
+	Assistants: func(req Request) int {
+		n := 0
+		for _, m := range req.Messages {
+			if m.Role == "assistant" {
+				n++
+			}
+		}
+		return n
+	},
+	Failure:    func(t Turn) (int, string) { return t.Status, t.ErrorMessage },
+	Delay:      func(t Turn) time.Duration { return t.Delay },
+	Frames:     func(t Turn, req Request, n int) [][]byte { return events(t, req.Model, n) },
+	WriteError: writeError,
 }
 
 // NewServer starts a fake that answers a request holding n assistant messages with turns[n], so concurrent
 // conversations and replays get the same script. A request past the end of the script gets HTTP 500.
-func NewServer(turns ...Turn) *Server {
-	s := &Server{turns: turns, disconnected: make(chan struct{}, 64)}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	return s
-}
+func NewServer(turns ...Turn) *Server { return &Server{wirefake.New(vendor, turns, nil)} }
 
 // NewServerFunc starts a fake that answers each request with the turn fn picks for it. fn may be called
 // concurrently.
-func NewServerFunc(fn func(req Request) Turn) *Server {
-	s := &Server{pick: fn, disconnected: make(chan struct{}, 64)}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	return s
-}
+func NewServerFunc(fn func(req Request) Turn) *Server { return &Server{wirefake.New(vendor, nil, fn)} }
 
 // URL is the base URL to give the provider.
-func (s *Server) URL() string { return s.srv.URL }
-
-// Close shuts the server down, waiting for in-flight requests.
-func (s *Server) Close() { s.srv.Close() }
-
-// Requests returns the requests received so far, in arrival order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
-
-// RequestCount is the number of requests received so far.
-func (s *Server) RequestCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.requests)
-}
-
-// Disconnected receives one value each time a client went away before its stream was complete: the proof that a
-// cancelled context really cancelled the HTTP request. It buffers 64 notices; more are dropped.
-func (s *Server) Disconnected() <-chan struct{} { return s.disconnected }
-
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
-		writeError(w, http.StatusNotFound, "anthropictest: no route "+r.Method+" "+r.URL.Path)
-		return
-	}
-	body, err := io.ReadAll(r.Body)
-	var req Request
-	if err == nil {
-		err = json.Unmarshal(body, &req)
-	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "anthropictest: bad request body: "+err.Error())
-		return
-	}
-	req.Raw = body
-	req.Header = r.Header.Clone()
-	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	s.mu.Unlock()
-
-	n := 0
-	for _, m := range req.Messages {
-		if m.Role == "assistant" {
-			n++
-		}
-	}
-	var turn Turn
-	switch {
-	case s.pick != nil:
-		turn = s.pick(req)
-	case n < len(s.turns):
-		turn = s.turns[n]
-	default:
-		writeError(w, http.StatusInternalServerError,
-			fmt.Sprintf("anthropictest: no turn %d: the script has %d turns", n+1, len(s.turns)))
-		return
-	}
-	if turn.Status != 0 {
-		writeError(w, turn.Status, turn.ErrorMessage)
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	for _, ev := range events(turn, req.Model, n) {
-		if turn.Delay > 0 {
-			t := time.NewTimer(turn.Delay)
-			select {
-			case <-r.Context().Done():
-				t.Stop()
-				s.noteDisconnect()
-				return
-			case <-t.C:
-			}
-		}
-		if _, err := w.Write(ev); err != nil {
-			s.noteDisconnect()
-			return
-		}
-		http.NewResponseController(w).Flush()
-	}
-}
-
-func (s *Server) noteDisconnect() {
-	select {
-	case s.disconnected <- struct{}{}:
-	default:
-	}
-}
+func (s *Server) URL() string { return s.BaseURL() }
 
 // writeError answers as the Anthropic API does on failure.
 func writeError(w http.ResponseWriter, status int, msg string) {

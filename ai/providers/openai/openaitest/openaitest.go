@@ -6,12 +6,10 @@ package openaitest
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"sync"
 	"time"
+
+	"github.com/bbc28f59/engine/ai/providers/internal/wirefake"
 )
 
 // Turn scripts one response of the fake.
@@ -115,127 +113,46 @@ type Tool struct {
 	} `json:"function"`
 }
 
-// Server is the running fake. It is safe for concurrent requests.
+// Server is the running fake. It is safe for concurrent requests; Requests, RequestCount,
+// Disconnected and Close come from the shared fake server.
 type Server struct {
-	srv          *httptest.Server
-	turns        []Turn
-	pick         func(Request) Turn
-	disconnected chan struct{}
+	*wirefake.Server[Request, Turn]
+}
 
-	mu       sync.Mutex
-	requests []Request
+var vendor = wirefake.Vendor[Request, Turn]{
+	Name:        "openaitest",
+	Path:        "/v1/chat/completions",
+	ContentType: "text/event-stream",
+	Received: func(req *Request, body []byte, header http.Header) {
+		req.Raw, req.Header = body, header
+	},
+	Assistants: func(req Request) int {
+		n := 0
+		for _, m := range req.Messages {
+			if m.Role == "assistant" {
+				n++
+			}
+		}
+		return n
+	},
+	Failure: func(t Turn) (int, string) { return t.Status, t.ErrorMessage },
+	Delay:   func(t Turn) time.Duration { return t.Delay },
+	Frames: func(t Turn, req Request, n int) [][]byte {
+		return frames(t, req.Model, n, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+	},
+	WriteError: writeError,
 }
 
 // NewServer starts a fake that answers a request holding n assistant messages with turns[n], so concurrent
 // conversations and replays get the same script. A request past the end of the script gets HTTP 500.
-func NewServer(turns ...Turn) *Server {
-	s := &Server{turns: turns, disconnected: make(chan struct{}, 64)}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	return s
-}
+func NewServer(turns ...Turn) *Server { return &Server{wirefake.New(vendor, turns, nil)} }
 
 // NewServerFunc starts a fake that answers each request with the turn fn picks for it. fn may be called
 // concurrently.
-func NewServerFunc(fn func(req Request) Turn) *Server {
-	s := &Server{pick: fn, disconnected: make(chan struct{}, 64)}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	return s
-}
+func NewServerFunc(fn func(req Request) Turn) *Server { return &Server{wirefake.New(vendor, nil, fn)} }
 
 // URL is the base URL to give the provider (it ends in /v1, as OpenAI's does).
-func (s *Server) URL() string { return s.srv.URL + "/v1" }
-
-// Close shuts the server down, waiting for in-flight requests.
-func (s *Server) Close() { s.srv.Close() }
-
-// Requests returns the requests received so far, in arrival order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
-
-// RequestCount is the number of requests received so far.
-func (s *Server) RequestCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.requests)
-}
-
-// Disconnected receives one value each time a client went away before its stream was complete: the proof that a
-// cancelled context really cancelled the HTTP request. It buffers 64 notices; more are dropped.
-func (s *Server) Disconnected() <-chan struct{} { return s.disconnected }
-
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
-		writeError(w, http.StatusNotFound, "openaitest: no route "+r.Method+" "+r.URL.Path)
-		return
-	}
-	body, err := io.ReadAll(r.Body)
-	var req Request
-	if err == nil {
-		err = json.Unmarshal(body, &req)
-	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "openaitest: bad request body: "+err.Error())
-		return
-	}
-	req.Raw = body
-	req.Header = r.Header.Clone()
-	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	s.mu.Unlock()
-
-	n := 0
-	for _, m := range req.Messages {
-		if m.Role == "assistant" {
-			n++
-		}
-	}
-	var turn Turn
-	switch {
-	case s.pick != nil:
-		turn = s.pick(req)
-	case n < len(s.turns):
-		turn = s.turns[n]
-	default:
-		writeError(w, http.StatusInternalServerError,
-			fmt.Sprintf("openaitest: no turn %d: the script has %d turns", n+1, len(s.turns)))
-		return
-	}
-	if turn.Status != 0 {
-		writeError(w, turn.Status, turn.ErrorMessage)
-		return
-	}
-	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	for _, frame := range frames(turn, req.Model, n, includeUsage) {
-		if turn.Delay > 0 {
-			t := time.NewTimer(turn.Delay)
-			select {
-			case <-r.Context().Done():
-				t.Stop()
-				s.noteDisconnect()
-				return
-			case <-t.C:
-			}
-		}
-		if _, err := w.Write(frame); err != nil {
-			s.noteDisconnect()
-			return
-		}
-		http.NewResponseController(w).Flush()
-	}
-}
-
-func (s *Server) noteDisconnect() {
-	select {
-	case s.disconnected <- struct{}{}:
-	default:
-	}
-}
+func (s *Server) URL() string { return s.BaseURL() + "/v1" }
 
 // writeError answers as the OpenAI API does on failure.
 func writeError(w http.ResponseWriter, status int, msg string) {
