@@ -61,7 +61,8 @@ func (followHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	cfg := configOf(app)
 	d := app.Journal().Driver()
-	sse := httpx.NewSSEWriter(w, httpx.SSEOptions{Heartbeat: cfg.Heartbeat})
+	// With stored rows in hand, the headers go out with the first frame: one write.
+	sse := httpx.NewSSEWriter(w, httpx.SSEOptions{Heartbeat: cfg.Heartbeat, HoldHeaders: len(pre.rows) > 0})
 	defer sse.Close()
 	ctx := r.Context()
 	finished := st.FinishedAt != nil

@@ -44,6 +44,11 @@ type SSEOptions struct {
 	// DefaultSSEFlushWindow; a negative value flushes every frame.
 	FlushWindow time.Duration
 
+	// HoldHeaders leaves the status and headers to go out with the first frame instead
+	// of flushing them at once: for a stream whose first frame is ready (a follower
+	// resuming from stored rows), one write instead of two.
+	HoldHeaders bool
+
 	clock sseClock // nil means the real clock; tests set a fake one
 }
 
@@ -111,8 +116,10 @@ func NewSSEWriter(w http.ResponseWriter, opts SSEOptions) *SSEWriter {
 	defer s.mu.Unlock()
 	now := s.clock.Now()
 	s.lastWrite = now
-	s.flushLocked(now)        // commits the status and headers so the client sees the stream open
-	s.lastFlush = time.Time{} // that flush carried no frame: the first frame goes out at once
+	if !opts.HoldHeaders {
+		s.flushLocked(now) // commits the status and headers so the client sees the stream open
+	}
+	s.lastFlush = time.Time{} // no frame went out yet: the first frame goes out at once
 	if s.beat > 0 {
 		s.beatTimer = s.clock.AfterFunc(s.beat, s.onHeartbeat)
 	}
