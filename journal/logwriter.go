@@ -146,7 +146,7 @@ func (w *LogWriter) Write(ctx context.Context, event json.RawMessage) (int64, er
 	if ev.Delta != nil && id != "" && (ev.Type == "TEXT_MESSAGE_CONTENT" || ev.Type == "TOOL_CALL_ARGS") {
 		delta, isDelta = *ev.Delta, true
 	}
-	return w.write(ev.Type, id, delta, isDelta, event)
+	return w.write(ev.Type, id, delta, isDelta, false, event)
 }
 
 // WriteTyped is [LogWriter.Write] for a structural (non-delta) event whose type the
@@ -155,7 +155,7 @@ func (w *LogWriter) WriteTyped(ctx context.Context, typ string, event json.RawMe
 	if typ == "" || typ == "TEXT_MESSAGE_CONTENT" || typ == "TOOL_CALL_ARGS" {
 		return 0, fmt.Errorf("journal: WriteTyped: %q is not a structural event type", typ)
 	}
-	return w.write(typ, "", "", false, event)
+	return w.write(typ, "", "", false, false, event)
 }
 
 // WriteDelta is [LogWriter.Write] for a TEXT_MESSAGE_CONTENT (id = messageId) or
@@ -166,12 +166,14 @@ func (w *LogWriter) WriteDelta(ctx context.Context, typ, id, delta string, event
 	if typ != "TEXT_MESSAGE_CONTENT" && typ != "TOOL_CALL_ARGS" || id == "" {
 		return 0, fmt.Errorf("journal: WriteDelta: %s with id %q is not a delta event", typ, id)
 	}
-	return w.write(typ, id, delta, true, event)
+	return w.write(typ, id, delta, true, true, event)
 }
 
 // write stores one event: a delta of message or tool call id is coalesced, anything else
-// is a row of its own.
-func (w *LogWriter) write(typ, id, delta string, isDelta bool, event json.RawMessage) (int64, error) {
+// is a row of its own. shaped says a delta event holds exactly type, id and delta (it came
+// through WriteDelta), so its coalesced row is encoded directly instead of re-marshalling
+// the event's members.
+func (w *LogWriter) write(typ, id, delta string, isDelta, shaped bool, event json.RawMessage) (int64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
@@ -186,7 +188,7 @@ func (w *LogWriter) write(typ, id, delta string, isDelta bool, event json.RawMes
 	}
 	var seq int64
 	if isDelta {
-		if err := w.addDelta(typ, id, delta, event, now); err != nil {
+		if err := w.addDelta(typ, id, delta, shaped, event, now); err != nil {
 			return 0, err
 		}
 	} else {
@@ -207,7 +209,7 @@ func (w *LogWriter) write(typ, id, delta string, isDelta bool, event json.RawMes
 }
 
 // addDelta coalesces a delta into the pending row, or starts one, honouring the row cap.
-func (w *LogWriter) addDelta(typ, id, delta string, raw json.RawMessage, now time.Time) error {
+func (w *LogWriter) addDelta(typ, id, delta string, shaped bool, raw json.RawMessage, now time.Time) error {
 	if w.truncated {
 		return nil
 	}
@@ -223,8 +225,10 @@ func (w *LogWriter) addDelta(typ, id, delta string, raw json.RawMessage, now tim
 			return nil
 		}
 		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &fields); err != nil {
-			return fmt.Errorf("journal: log event: %w", err)
+		if !shaped {
+			if err := json.Unmarshal(raw, &fields); err != nil {
+				return fmt.Errorf("journal: log event: %w", err)
+			}
 		}
 		w.pending = &pendingDelta{typ: typ, id: id, fields: fields, since: now}
 	}
@@ -243,6 +247,23 @@ func (w *LogWriter) seal() {
 	}
 	w.pending = nil
 	d, _ := json.Marshal(p.text.String())
+	if p.fields == nil {
+		// A delta of known shape: encode the row directly, type first like the live event.
+		idKey := `","messageId":`
+		if p.typ == "TOOL_CALL_ARGS" {
+			idKey = `","toolCallId":`
+		}
+		id, _ := json.Marshal(p.id)
+		b := make([]byte, 0, len(p.typ)+len(id)+len(d)+48)
+		b = append(b, `{"type":"`...)
+		b = append(b, p.typ...)
+		b = append(b, idKey...)
+		b = append(b, id...)
+		b = append(b, `,"delta":`...)
+		b = append(b, d...)
+		w.enqueue(append(b, '}'))
+		return
+	}
 	p.fields["delta"] = d
 	b, err := json.Marshal(p.fields)
 	if err != nil { // unreachable: fields came from valid JSON
