@@ -46,7 +46,31 @@ func (s *Store) rebind(q string) string {
 	return out
 }
 
+// prepared returns the cached prepared statement for q, or nil when the dialect does not
+// prepare or preparing failed (the plain path is then used). database/sql prepares it
+// again on each connection it runs on.
+func (s *Store) prepared(ctx context.Context, q string) *sql.Stmt {
+	if !s.dia.Prepare {
+		return nil
+	}
+	if v, ok := s.stmts.Load(q); ok {
+		return v.(*sql.Stmt)
+	}
+	st, err := s.db.DB.PrepareContext(context.WithoutCancel(ctx), s.rebind(q))
+	if err != nil {
+		return nil
+	}
+	if prev, loaded := s.stmts.LoadOrStore(q, st); loaded {
+		_ = st.Close()
+		return prev.(*sql.Stmt)
+	}
+	return st
+}
+
 func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if st := s.prepared(ctx, q); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
 	return s.db.DB.ExecContext(ctx, s.rebind(q), args...)
 }
 
@@ -56,10 +80,16 @@ func (s *Store) ExecContext(ctx context.Context, q string, args ...any) (sql.Res
 }
 
 func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st := s.prepared(ctx, q); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
 	return s.db.DB.QueryContext(ctx, s.rebind(q), args...)
 }
 
 func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	if st := s.prepared(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
 	return s.db.DB.QueryRowContext(ctx, s.rebind(q), args...)
 }
 

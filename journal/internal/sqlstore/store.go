@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -31,6 +32,10 @@ type Dialect struct {
 	Dollar bool
 	// AfterCommit is called with a stream id after rows were committed (Postgres NOTIFY).
 	AfterCommit func(ctx context.Context, streamID string)
+	// Prepare keeps one prepared statement per statement text for the calls made outside
+	// transactions. It pays where the driver would parse the SQL on every call (SQLite);
+	// pgx already caches prepared statements per connection.
+	Prepare bool
 }
 
 // Store implements journal.Driver on a *bun.DB the application owns.
@@ -38,6 +43,8 @@ type Store struct {
 	db  *bun.DB
 	dia Dialect
 	hub *wake.Hub
+
+	stmts sync.Map // statement text → *sql.Stmt, when Dialect.Prepare
 
 	runs, steps, parks, leases, streams, events string
 }
