@@ -19,6 +19,10 @@ const (
 	CapCrossProcessWakeups
 	// CapDurable means data survives a restart of the process.
 	CapDurable
+	// CapBlockingIO means calls block on I/O through deep call stacks (database/sql):
+	// the journal runs them on short-lived goroutines, so a long-lived caller (an agent
+	// stream idling between tokens) does not keep a grown stack.
+	CapBlockingIO
 )
 
 // Has reports whether all bits of want are set.

@@ -97,6 +97,9 @@ func New(d Driver, opts Options) (*Journal, error) {
 	if opts.UnfinishedMaxAge == 0 {
 		opts.UnfinishedMaxAge = 7 * 24 * time.Hour
 	}
+	if d.Capabilities().Has(CapBlockingIO) {
+		d = offloaded{d}
+	}
 	if !opts.SkipMigrate {
 		if err := d.Migrate(context.Background()); err != nil {
 			return nil, fmt.Errorf("journal: migrate: %w", err)

@@ -3,6 +3,9 @@ package journal_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,4 +101,57 @@ func TestStartRunsRecoveryUntilClose(t *testing.T) {
 	if err := j.Start(ctx); !errors.Is(err, journal.ErrClosed) {
 		t.Fatalf("Start after Close: %v", err)
 	}
+}
+
+// TestBlockingIODriversRunOffTheCallersStack checks that the journal wraps a driver that
+// declares CapBlockingIO, so its calls run on short-lived goroutines, and leaves others
+// as they are.
+func TestBlockingIODriversRunOffTheCallersStack(t *testing.T) {
+	t.Parallel()
+	blocking := &capDriver{Driver: memory.New(), caps: journal.CapDurable | journal.CapBlockingIO}
+	j, err := journal.New(blocking, journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Driver() == journal.Driver(blocking) {
+		t.Fatal("a CapBlockingIO driver must be wrapped")
+	}
+	caller := goroutineID()
+	if _, err := j.Driver().GetRun(context.Background(), "missing"); !errors.Is(err, journal.ErrNotFound) {
+		t.Fatalf("GetRun through the wrapper: %v", err)
+	}
+	if blocking.lastGoroutine == caller || blocking.lastGoroutine == 0 {
+		t.Fatalf("the driver call ran on the caller's goroutine (%d)", caller)
+	}
+	plain := memory.New()
+	j2, err := journal.New(plain, journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j2.Driver() != journal.Driver(plain) {
+		t.Fatal("a driver without CapBlockingIO must be used as is")
+	}
+}
+
+// capDriver overrides a driver's capabilities and records which goroutine GetRun ran on.
+type capDriver struct {
+	journal.Driver
+	caps          journal.Capability
+	lastGoroutine uint64
+}
+
+func (c *capDriver) Capabilities() journal.Capability { return c.caps }
+
+func (c *capDriver) GetRun(ctx context.Context, id string) (journal.RunRecord, error) {
+	c.lastGoroutine = goroutineID()
+	return c.Driver.GetRun(ctx, id)
+}
+
+// goroutineID reads the current goroutine's id from its stack header.
+func goroutineID() uint64 {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	fields := strings.Fields(strings.TrimPrefix(string(buf), "goroutine "))
+	id, _ := strconv.ParseUint(fields[0], 10, 64)
+	return id
 }

@@ -61,7 +61,7 @@ func New(db *bun.DB, opts Options) (*Driver, error) {
 		dsn := opts.ListenDSN
 		opts.Listener = func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, dsn) }
 	}
-	caps := journal.CapDurable | journal.CapMultiProcess
+	caps := journal.CapDurable | journal.CapMultiProcess | journal.CapBlockingIO
 	if opts.Listener != nil {
 		caps |= journal.CapCrossProcessWakeups
 	}

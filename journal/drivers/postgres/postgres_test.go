@@ -78,7 +78,7 @@ func TestConformance(t *testing.T) {
 func TestCapabilities(t *testing.T) {
 	t.Parallel()
 	d := newDriver(t, openDB(t), uniquePrefix())
-	want := journal.CapDurable | journal.CapMultiProcess | journal.CapCrossProcessWakeups
+	want := journal.CapDurable | journal.CapMultiProcess | journal.CapCrossProcessWakeups | journal.CapBlockingIO
 	if d.Capabilities() != want {
 		t.Fatalf("capabilities = %b, want %b", d.Capabilities(), want)
 	}

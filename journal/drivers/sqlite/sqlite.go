@@ -35,7 +35,7 @@ func New(db *bun.DB, opts Options) (*Driver, error) {
 	if opts.TablePrefix == "" {
 		opts.TablePrefix = "engine_"
 	}
-	st, err := sqlstore.New(db, opts.TablePrefix, sqlstore.Dialect{Caps: journal.CapDurable, Prepare: true})
+	st, err := sqlstore.New(db, opts.TablePrefix, sqlstore.Dialect{Caps: journal.CapDurable | journal.CapBlockingIO, Prepare: true})
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@ func TestOptions(t *testing.T) {
 	if err := d.Migrate(t.Context()); err != nil {
 		t.Fatalf("second Migrate: %v", err)
 	}
-	if d.Capabilities().Has(journal.CapMultiProcess) || !d.Capabilities().Has(journal.CapDurable) {
+	if d.Capabilities().Has(journal.CapMultiProcess) || !d.Capabilities().Has(journal.CapDurable|journal.CapBlockingIO) {
 		t.Fatalf("capabilities = %b", d.Capabilities())
 	}
 }

@@ -1,0 +1,151 @@
+package journal
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// offloaded runs every call of a driver with CapBlockingIO on a goroutine of its own and
+// waits for it. database/sql and the SQL drivers under it grow a goroutine's stack to
+// tens of KiB, and Go never shrinks a stack below what it needs while idle by much: an
+// agent stream that idles between tokens for minutes would keep that stack after one
+// journal write. A short-lived goroutine takes the growth instead; it costs about a
+// microsecond against a statement's tens or hundreds.
+type offloaded struct{ d Driver }
+
+// off runs fn on a fresh goroutine and returns its results; a panic becomes an error.
+func off[T any](fn func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				var zero T
+				ch <- result{zero, fmt.Errorf("journal: driver panic: %v", p)}
+			}
+		}()
+		v, err := fn()
+		ch <- result{v, err}
+	}()
+	r := <-ch
+	return r.v, r.err
+}
+
+func off0(fn func() error) error {
+	_, err := off(func() (struct{}, error) { return struct{}{}, fn() })
+	return err
+}
+
+func (o offloaded) Capabilities() Capability { return o.d.Capabilities() }
+
+func (o offloaded) Migrate(ctx context.Context) error {
+	return off0(func() error { return o.d.Migrate(ctx) })
+}
+
+func (o offloaded) InsertRun(ctx context.Context, rec RunRecord) error {
+	return off0(func() error { return o.d.InsertRun(ctx, rec) })
+}
+
+func (o offloaded) GetRun(ctx context.Context, id string) (RunRecord, error) {
+	return off(func() (RunRecord, error) { return o.d.GetRun(ctx, id) })
+}
+
+func (o offloaded) ClaimRun(ctx context.Context, id, owner string, now, expires time.Time) (RunRecord, error) {
+	return off(func() (RunRecord, error) { return o.d.ClaimRun(ctx, id, owner, now, expires) })
+}
+
+func (o offloaded) RenewLease(ctx context.Context, f Fence, expires time.Time) error {
+	return off0(func() error { return o.d.RenewLease(ctx, f, expires) })
+}
+
+func (o offloaded) ReleaseRun(ctx context.Context, f Fence) error {
+	return off0(func() error { return o.d.ReleaseRun(ctx, f) })
+}
+
+func (o offloaded) UpdateRun(ctx context.Context, f Fence, u RunUpdate, now time.Time) error {
+	return off0(func() error { return o.d.UpdateRun(ctx, f, u, now) })
+}
+
+func (o offloaded) LoadSteps(ctx context.Context, runID string) ([]StepRecord, error) {
+	return off(func() ([]StepRecord, error) { return o.d.LoadSteps(ctx, runID) })
+}
+
+func (o offloaded) InsertStep(ctx context.Context, f Fence, s StepRecord) error {
+	return off0(func() error { return o.d.InsertStep(ctx, f, s) })
+}
+
+func (o offloaded) InsertPark(ctx context.Context, f Fence, p ParkRecord) (ParkRecord, error) {
+	return off(func() (ParkRecord, error) { return o.d.InsertPark(ctx, f, p) })
+}
+
+func (o offloaded) ListParks(ctx context.Context, runID string) ([]ParkRecord, error) {
+	return off(func() ([]ParkRecord, error) { return o.d.ListParks(ctx, runID) })
+}
+
+func (o offloaded) Decide(ctx context.Context, runID, key, owner string, d Decision, now time.Time) (DecideResult, error) {
+	return off(func() (DecideResult, error) { return o.d.Decide(ctx, runID, key, owner, d, now) })
+}
+
+func (o offloaded) ExpiredParks(ctx context.Context, now time.Time, limit int) ([]ParkRecord, error) {
+	return off(func() ([]ParkRecord, error) { return o.d.ExpiredParks(ctx, now, limit) })
+}
+
+func (o offloaded) RecoverableRuns(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	return off(func() ([]string, error) { return o.d.RecoverableRuns(ctx, now, limit) })
+}
+
+func (o offloaded) ClaimLease(ctx context.Context, name, owner string, now, expires time.Time) (bool, error) {
+	return off(func() (bool, error) { return o.d.ClaimLease(ctx, name, owner, now, expires) })
+}
+
+func (o offloaded) ReleaseLease(ctx context.Context, name, owner string) error {
+	return off0(func() error { return o.d.ReleaseLease(ctx, name, owner) })
+}
+
+func (o offloaded) CreateStream(ctx context.Context, s Stream) error {
+	return off0(func() error { return o.d.CreateStream(ctx, s) })
+}
+
+func (o offloaded) GetStream(ctx context.Context, id string) (Stream, error) {
+	return off(func() (Stream, error) { return o.d.GetStream(ctx, id) })
+}
+
+func (o offloaded) FinishStream(ctx context.Context, id string, now time.Time) error {
+	return off0(func() error { return o.d.FinishStream(ctx, id, now) })
+}
+
+func (o offloaded) AppendEvents(ctx context.Context, streamID string, f *Fence, rows []EventRow) error {
+	return off0(func() error { return o.d.AppendEvents(ctx, streamID, f, rows) })
+}
+
+func (o offloaded) ReadEvents(ctx context.Context, streamID string, after int64, limit int) ([]EventRow, error) {
+	return off(func() ([]EventRow, error) { return o.d.ReadEvents(ctx, streamID, after, limit) })
+}
+
+func (o offloaded) LastSeq(ctx context.Context, streamID string) (int64, error) {
+	return off(func() (int64, error) { return o.d.LastSeq(ctx, streamID) })
+}
+
+// Subscribe touches no database: it registers a channel in process.
+func (o offloaded) Subscribe(streamID string) (<-chan struct{}, func()) {
+	return o.d.Subscribe(streamID)
+}
+
+func (o offloaded) DeleteFinishedStreams(ctx context.Context, before time.Time, limit int) (int, error) {
+	return off(func() (int, error) { return o.d.DeleteFinishedStreams(ctx, before, limit) })
+}
+
+func (o offloaded) StaleStreams(ctx context.Context, before time.Time, limit int) ([]Stream, error) {
+	return off(func() ([]Stream, error) { return o.d.StaleStreams(ctx, before, limit) })
+}
+
+func (o offloaded) CloseStream(ctx context.Context, id string, event json.RawMessage, now time.Time) error {
+	return off0(func() error { return o.d.CloseStream(ctx, id, event, now) })
+}
+
+var _ Driver = offloaded{}
