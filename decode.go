@@ -194,13 +194,11 @@ func decodeInput(raw []byte, in any, def *FlowDef) error {
 	if v, ok := in.(Validator); ok {
 		return asValidation(v.Validate())
 	}
-	if v, ok := deref(in).(Validator); ok {
+	if v, ok := reflectElem(in).(Validator); ok {
 		return asValidation(v.Validate())
 	}
 	return nil
 }
-
-func deref(p any) any { return reflectElem(p) }
 
 func asValidation(err error) error {
 	if err == nil {

@@ -394,12 +394,10 @@ func WriteError(fx *Fx, w http.ResponseWriter, r *http.Request, err error) {
 		def, a = fx.flow, fx.app
 	}
 	if a == nil {
-		a = &App{logger: slogDefault()}
+		a = &App{logger: slog.Default()}
 	}
 	a.writeError(w, r, def, err)
 }
-
-func slogDefault() *slog.Logger { return slog.Default() }
 
 type appKey struct{}
 
