@@ -65,7 +65,7 @@ func (p *Provider) Stream(ctx context.Context, req ai.Request) iter.Seq2[ai.Chun
 			yield(ai.Chunk{}, err)
 			return
 		}
-		for _, c := range chunks(turn) {
+		for c := range chunks(turn) {
 			if err := wait(ctx, turn.Delay); err != nil {
 				yield(ai.Chunk{}, err)
 				return
@@ -124,44 +124,42 @@ func wait(ctx context.Context, d time.Duration) error {
 }
 
 // chunks lays a turn out as the stream a real provider would send: words, then each tool call as a head (id and
-// name) and its arguments in two pieces, then usage and finish reason.
-func chunks(t Turn) []ai.Chunk {
-	var out []ai.Chunk
-	for _, w := range splitWords(t.Text) {
-		out = append(out, ai.Chunk{Text: w})
-	}
-	for i, call := range t.ToolCalls {
-		args := call.Arguments
-		if args == "" {
-			args = "{}"
+// name) and its arguments in two pieces, then usage and finish reason. It yields them one at a time, so a long
+// turn costs no slice of chunks.
+func chunks(t Turn) iter.Seq[ai.Chunk] {
+	return func(yield func(ai.Chunk) bool) {
+		if t.Text != "" {
+			for w := range strings.SplitAfterSeq(t.Text, " ") { // after each space: the words join back to Text
+				if !yield(ai.Chunk{Text: w}) {
+					return
+				}
+			}
 		}
-		half := len(args) / 2
-		out = append(out,
-			ai.Chunk{ToolCall: &ai.ToolCallDelta{Index: i, ID: call.ID, Name: call.Name, ArgsDelta: args[:half]}},
-			ai.Chunk{ToolCall: &ai.ToolCallDelta{Index: i, ArgsDelta: args[half:]}},
-		)
-	}
-	last := ai.Chunk{FinishReason: t.FinishReason}
-	if last.FinishReason == "" {
-		last.FinishReason = "stop"
-		if len(t.ToolCalls) > 0 {
-			last.FinishReason = "tool_calls"
+		for i, call := range t.ToolCalls {
+			args := call.Arguments
+			if args == "" {
+				args = "{}"
+			}
+			half := len(args) / 2
+			if !yield(ai.Chunk{ToolCall: &ai.ToolCallDelta{Index: i, ID: call.ID, Name: call.Name, ArgsDelta: args[:half]}}) ||
+				!yield(ai.Chunk{ToolCall: &ai.ToolCallDelta{Index: i, ArgsDelta: args[half:]}}) {
+				return
+			}
 		}
+		if t.Err != nil {
+			return
+		}
+		last := ai.Chunk{FinishReason: t.FinishReason}
+		if last.FinishReason == "" {
+			last.FinishReason = "stop"
+			if len(t.ToolCalls) > 0 {
+				last.FinishReason = "tool_calls"
+			}
+		}
+		if !t.Usage.IsZero() {
+			u := t.Usage
+			last.Usage = &u
+		}
+		yield(last)
 	}
-	if !t.Usage.IsZero() {
-		u := t.Usage
-		last.Usage = &u
-	}
-	if t.Err == nil {
-		out = append(out, last)
-	}
-	return out
-}
-
-// splitWords cuts s after each space, so the pieces join back to s exactly.
-func splitWords(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.SplitAfter(s, " ")
 }
