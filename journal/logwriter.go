@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -14,7 +15,9 @@ import (
 // TruncatedEventName is the CUSTOM event stored once when a stream reaches its row cap.
 const TruncatedEventName = "engine.events.truncated"
 
-// LogOptions tune a [LogWriter]. Zero values take the spec's numbers.
+// LogOptions tune a [LogWriter]. Zero values take the spec's numbers. The intervals run
+// on the wall clock, not on [Options.Now]: they pace storage, they decide nothing a run
+// can observe.
 type LogOptions struct {
 	// FlushInterval seals a coalesced delta row this long after its first delta. Default 100ms.
 	FlushInterval time.Duration
@@ -46,7 +49,8 @@ func (o *LogOptions) defaults() {
 // get a row each and their seq at once (for the live frame's id:); consecutive
 // TEXT_MESSAGE_CONTENT deltas of one messageId, or TOOL_CALL_ARGS deltas of one
 // toolCallId, are coalesced into one row. Rows are committed in batches at most every
-// CommitInterval (and by a timer when the stream goes quiet); RUN_FINISHED, RUN_ERROR,
+// CommitInterval by the writer's timer, which also seals a delta row once it is
+// FlushInterval old, so a write never reads the clock; RUN_FINISHED, RUN_ERROR,
 // [LogWriter.Flush] and [LogWriter.Close] commit synchronously. Past MaxRows deltas are
 // dropped and one engine.events.truncated CUSTOM row is stored; seq never skips.
 //
@@ -63,8 +67,7 @@ type LogWriter struct {
 	seq        int64
 	pending    *pendingDelta
 	queue      []EventRow
-	lastCommit time.Time // on the journal's clock (Write decides by it)
-	lastReal   time.Time // on the wall clock (the quiet-stream timer decides by it)
+	lastCommit time.Time // wall clock
 	truncated  bool
 	timer      *time.Timer
 	err        error
@@ -77,7 +80,7 @@ type pendingDelta struct {
 	typ, id string
 	fields  map[string]json.RawMessage
 	text    strings.Builder
-	since   time.Time
+	since   time.Time // wall clock: the row is sealed FlushInterval after it
 }
 
 // LogStats counts what a writer committed (for benchmarks and metrics).
@@ -104,7 +107,7 @@ func (j *Journal) NewLogWriter(ctx context.Context, streamID string, run *Run, o
 		return nil, err
 	}
 	w := &LogWriter{j: j, streamID: streamID, run: run, opts: opts, ctx: context.WithoutCancel(ctx),
-		seq: last, lastCommit: j.now(), lastReal: time.Now()}
+		seq: last, lastCommit: time.Now()}
 	if last >= opts.MaxRows {
 		rows, err := j.d.ReadEvents(ctx, streamID, opts.MaxRows-1, int(last-opts.MaxRows)+2)
 		if err != nil {
@@ -182,13 +185,9 @@ func (w *LogWriter) write(typ, id, delta string, isDelta, shaped bool, event jso
 	if w.closed {
 		return 0, ErrClosed
 	}
-	now := w.j.now()
-	if w.pending != nil && now.Sub(w.pending.since) >= w.opts.FlushInterval {
-		w.seal()
-	}
 	var seq int64
 	if isDelta {
-		if err := w.addDelta(typ, id, delta, shaped, event, now); err != nil {
+		if err := w.addDelta(typ, id, delta, shaped, event); err != nil {
 			return 0, err
 		}
 	} else {
@@ -199,17 +198,12 @@ func (w *LogWriter) write(typ, id, delta string, isDelta, shaped bool, event jso
 		w.seal()
 		return seq, w.commit()
 	}
-	if len(w.queue) > 0 && now.Sub(w.lastCommit) >= w.opts.CommitInterval {
-		if err := w.commit(); err != nil {
-			return 0, err
-		}
-	}
 	w.arm()
 	return seq, nil
 }
 
 // addDelta coalesces a delta into the pending row, or starts one, honouring the row cap.
-func (w *LogWriter) addDelta(typ, id, delta string, shaped bool, raw json.RawMessage, now time.Time) error {
+func (w *LogWriter) addDelta(typ, id, delta string, shaped bool, raw json.RawMessage) error {
 	if w.truncated {
 		return nil
 	}
@@ -230,7 +224,7 @@ func (w *LogWriter) addDelta(typ, id, delta string, shaped bool, raw json.RawMes
 				return fmt.Errorf("journal: log event: %w", err)
 			}
 		}
-		w.pending = &pendingDelta{typ: typ, id: id, fields: fields, since: now}
+		w.pending = &pendingDelta{typ: typ, id: id, fields: fields, since: time.Now()}
 	}
 	w.pending.text.WriteString(delta)
 	if w.pending.text.Len() >= w.opts.FlushBytes {
@@ -290,7 +284,7 @@ func (w *LogWriter) commit() error {
 	}
 	rows := w.queue
 	w.queue = nil
-	w.lastCommit, w.lastReal = w.j.now(), time.Now()
+	w.lastCommit = time.Now()
 	if err := w.j.AppendEvents(w.ctx, w.streamID, w.run, rows...); err != nil {
 		w.err = fmt.Errorf("journal: log writer for stream %s: %w", w.streamID, err)
 		return w.err
@@ -300,31 +294,47 @@ func (w *LogWriter) commit() error {
 	return nil
 }
 
-// arm starts the quiet-stream timer when something waits to be stored.
+// arm starts the timer when something waits to be stored and no timer is running: the
+// only clock read on the write path, at most once per commit.
 func (w *LogWriter) arm() {
 	if w.timer != nil || w.closed || (w.pending == nil && len(w.queue) == 0) {
 		return
 	}
-	w.armAfter(max(w.opts.FlushInterval, w.opts.CommitInterval))
+	w.timer = time.AfterFunc(w.due(time.Now()), w.tick)
 }
 
-// armAfter schedules the timer. When it fires less than CommitInterval after the last
-// commit (wall clock), it waits out the rest so commits stay within the rate.
-func (w *LogWriter) armAfter(d time.Duration) {
-	w.timer = time.AfterFunc(d, func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		w.timer = nil
-		if w.closed || (w.pending == nil && len(w.queue) == 0) {
-			return
-		}
-		if rest := w.opts.CommitInterval - time.Since(w.lastReal); rest > 0 {
-			w.armAfter(rest)
-			return
-		}
+// due is how long until the next thing to do: seal the pending row when it is
+// FlushInterval old, commit the queue when CommitInterval has passed since the last commit.
+func (w *LogWriter) due(now time.Time) time.Duration {
+	next := time.Duration(math.MaxInt64)
+	if w.pending != nil {
+		next = w.pending.since.Add(w.opts.FlushInterval).Sub(now)
+	}
+	if len(w.queue) > 0 {
+		next = min(next, w.lastCommit.Add(w.opts.CommitInterval).Sub(now))
+	}
+	return max(next, 0)
+}
+
+// tick is the timer: it seals a pending row that is old enough, commits once the commit
+// interval allows, and re-arms while anything is left.
+func (w *LogWriter) tick() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.timer = nil
+	if w.closed || w.err != nil {
+		return
+	}
+	now := time.Now()
+	if w.pending != nil && now.Sub(w.pending.since) >= w.opts.FlushInterval {
 		w.seal()
-		_ = w.commit()
-	})
+	}
+	if len(w.queue) > 0 && now.Sub(w.lastCommit) >= w.opts.CommitInterval {
+		if w.commit() != nil {
+			return
+		}
+	}
+	w.arm()
 }
 
 // Flush seals the pending delta row and commits everything queued, synchronously.

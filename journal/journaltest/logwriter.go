@@ -148,33 +148,57 @@ func logWriterCases() []testCase {
 				t.Fatalf("LastSeq = %d", w.LastSeq())
 			}
 		}},
-		{"LogWriter/FlushesByAgeSizeAndCommitInterval", func(t *testing.T, e *env) {
+		{"LogWriter/SealsRowsBySize", func(t *testing.T, e *env) {
 			j := e.journal("a")
 			e.stream(j, "s1", "")
-			opts := journal.LogOptions{FlushInterval: 100 * time.Millisecond, FlushBytes: 8, CommitInterval: time.Hour}
-			w, err := j.NewLogWriter(e.ctx, "s1", nil, opts)
+			w, err := j.NewLogWriter(e.ctx, "s1", nil, journal.LogOptions{FlushInterval: time.Hour, FlushBytes: 8, CommitInterval: time.Hour})
 			must(t, "NewLogWriter", err)
 			delta := func(d string) { write(t, e, w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"`+d+`"}`) }
 			delta("aaaa")
 			delta("bbbbb") // 9 bytes >= 8: sealed
 			delta("c")
-			e.clock.Advance(100 * time.Millisecond)
-			delta("d") // the pending "c" row is old enough: sealed first
 			must(t, "Flush", w.Flush(e.ctx))
 			_, rs := e.seqs(j, "s1")
-			got := events(t, rs)
-			if len(got) != 3 || got[0]["delta"] != "aaaabbbbb" || got[1]["delta"] != "c" || got[2]["delta"] != "d" {
+			if got := events(t, rs); len(got) != 2 || got[0]["delta"] != "aaaabbbbb" || got[1]["delta"] != "c" {
 				t.Fatalf("rows = %v", got)
 			}
-			// CommitInterval: with a 100ms interval, a write after it commits the queue.
-			w2, err := j.NewLogWriter(e.ctx, "s1", nil, journal.LogOptions{FlushInterval: time.Hour, CommitInterval: 100 * time.Millisecond})
+		}},
+		{"LogWriter/SealsRowsByAge", func(t *testing.T, e *env) {
+			j := e.journal("a")
+			e.stream(j, "s1", "")
+			w, err := j.NewLogWriter(e.ctx, "s1", nil, journal.LogOptions{FlushInterval: 20 * time.Millisecond, CommitInterval: 20 * time.Millisecond})
 			must(t, "NewLogWriter", err)
-			write(t, e, w2, `{"type":"STEP_STARTED","stepName":"step-2"}`)
-			e.clock.Advance(100 * time.Millisecond)
-			write(t, e, w2, `{"type":"STEP_FINISHED","stepName":"step-2"}`)
-			if seqs, _ := e.seqs(j, "s1"); len(seqs) != 5 {
-				t.Fatalf("rows after the commit interval = %v, want 5", seqs)
+			delta := func(d string) { write(t, e, w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"`+d+`"}`) }
+			delta("old")
+			waitFor(t, "the timer to seal and commit the old row", func() bool {
+				seqs, _ := e.seqs(j, "s1")
+				return len(seqs) == 1
+			})
+			delta("new") // the old row is sealed: a row of its own
+			must(t, "Close", w.Close(e.ctx))
+			_, rs := e.seqs(j, "s1")
+			if got := events(t, rs); len(got) != 2 || got[0]["delta"] != "old" || got[1]["delta"] != "new" {
+				t.Fatalf("rows = %v", got)
 			}
+		}},
+		{"LogWriter/CommitsNoSoonerThanTheInterval", func(t *testing.T, e *env) {
+			j := e.journal("a")
+			e.stream(j, "s1", "")
+			const interval = 200 * time.Millisecond
+			opened := time.Now()
+			w, err := j.NewLogWriter(e.ctx, "s1", nil, journal.LogOptions{FlushInterval: time.Hour, CommitInterval: interval})
+			must(t, "NewLogWriter", err)
+			write(t, e, w, `{"type":"STEP_STARTED","stepName":"step-1"}`)
+			write(t, e, w, `{"type":"STEP_FINISHED","stepName":"step-1"}`)
+			waitFor(t, "the timer to commit the queued rows", func() bool {
+				seqs, _ := e.seqs(j, "s1")
+				return len(seqs) == 2
+			})
+			// A lower bound only: the timer cannot fire early, however loaded the machine.
+			if waited := time.Since(opened); waited < interval {
+				t.Fatalf("rows committed %v after the writer opened, before the %v commit interval", waited, interval)
+			}
+			must(t, "Close", w.Close(e.ctx))
 		}},
 		{"LogWriter/QuietStreamIsFlushedByTimer", func(t *testing.T, e *env) {
 			j := e.journal("a")
