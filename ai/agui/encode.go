@@ -3,6 +3,8 @@ package agui
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -107,19 +109,25 @@ func AppendJSON(dst []byte, ev Event) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-// appendRunFinished encodes the run's last event. Its nested members go through
-// encoding/json: the event is sent once per run, so clarity wins over speed.
+// appendRunFinished encodes the run's last event. The result is encoded by hand (it
+// carries the run's output, often its whole final text); usage and outcome go through
+// encoding/json, which is clearer and only runs when they are present.
 func appendRunFinished(dst []byte, e RunFinished) ([]byte, error) {
 	dst = append(dst, `{"type":"RUN_FINISHED","threadId":`...)
 	dst = appendString(dst, e.ThreadID)
 	dst = append(dst, `,"runId":`...)
 	dst = appendString(dst, e.RunID)
+	if e.Result != nil {
+		var err error
+		if dst, err = appendRunResult(append(dst, `,"result":`...), e.Result); err != nil {
+			return dst, fmt.Errorf("agui: RUN_FINISHED result: %w", err)
+		}
+	}
 	for _, m := range []struct {
 		key  string
 		skip bool
 		v    any
 	}{
-		{`,"result":`, e.Result == nil, e.Result},
 		{`,"usage":`, len(e.Usage) == 0, e.Usage},
 		{`,"outcome":`, e.Outcome == nil, e.Outcome},
 	} {
@@ -135,6 +143,87 @@ func appendRunFinished(dst []byte, e RunFinished) ([]byte, error) {
 	}
 	return append(dst, '}'), nil
 }
+
+// appendRunResult encodes r as json.Marshal does. An output that is a JSON string
+// exactly as json.Marshal writes one (the usual case: the run's final text) is copied
+// after a single scan; any other output goes through json.Marshal, which validates,
+// compacts and HTML-escapes it.
+func appendRunResult(dst []byte, r *RunResult) ([]byte, error) {
+	if math.IsNaN(r.Cost) || math.IsInf(r.Cost, 0) {
+		return dst, fmt.Errorf("cost %v is not a JSON number", r.Cost)
+	}
+	dst = append(dst, `{"cost":`...)
+	dst = appendFloat(dst, r.Cost)
+	dst = append(dst, `,"stopReason":`...)
+	dst = appendString(dst, string(r.StopReason))
+	if len(r.Output) > 0 {
+		dst = append(dst, `,"output":`...)
+		if isMarshalledString(r.Output) {
+			dst = append(dst, r.Output...)
+		} else {
+			b, err := json.Marshal(r.Output)
+			if err != nil {
+				return dst, fmt.Errorf("output: %w", err)
+			}
+			dst = append(dst, b...)
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// appendFloat writes f as encoding/json writes a float64: the shortest representation,
+// in exponent form only below 1e-6 or from 1e21, with a one-digit negative exponent
+// when it fits (1e-7, not 1e-07).
+func appendFloat(dst []byte, f float64) []byte {
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if n := len(dst); format == 'e' && n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+		dst[n-2] = dst[n-1]
+		dst = dst[:n-1]
+	}
+	return dst
+}
+
+// isMarshalledString reports whether b is one JSON string that json.Marshal of b (as a
+// json.RawMessage) returns unchanged: quoted, no control characters, only JSON's escapes,
+// and none of the characters encoding/json escapes for HTML (<, >, &, U+2028, U+2029).
+// Anything after the closing quote, even whitespace, makes it false.
+func isMarshalledString(b []byte) bool {
+	if len(b) < 2 || b[0] != '"' {
+		return false
+	}
+	for i := 1; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			return i == len(b)-1
+		case c < 0x20, c == '<', c == '>', c == '&':
+			return false
+		case c == 0xE2 && i+2 < len(b) && b[i+1] == 0x80 && (b[i+2] == 0xA8 || b[i+2] == 0xA9):
+			return false
+		case c == '\\':
+			if i+1 >= len(b) {
+				return false
+			}
+			i++
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
+					return false
+				}
+				i += 4
+			default:
+				return false
+			}
+		}
+	}
+	return false
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
 
 func appendOptional(dst []byte, key, s string) []byte {
 	if s == "" {

@@ -3,6 +3,7 @@ package agui_test
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/bbc28f59/engine/ai/agui"
@@ -54,12 +55,59 @@ func referenceEncodings(a, b string) []struct {
 	}
 }
 
+// runFinishedReferences pairs RUN_FINISHED events whose output is built from s in
+// several ways (as json.Marshal writes it, raw between quotes, with whitespace, nested)
+// with their reflection-encoded twins; raw forms that are not valid JSON are left out.
+func runFinishedReferences(s string, cost float64) []struct {
+	ev  agui.Event
+	ref any
+} {
+	type result struct {
+		Cost       float64         `json:"cost"`
+		StopReason string          `json:"stopReason"`
+		Output     json.RawMessage `json:"output,omitempty"`
+	}
+	type event struct {
+		Type     string  `json:"type"`
+		ThreadID string  `json:"threadId"`
+		RunID    string  `json:"runId"`
+		Result   *result `json:"result,omitempty"`
+	}
+	quoted, _ := json.Marshal(s)
+	var out []struct {
+		ev  agui.Event
+		ref any
+	}
+	for _, raw := range []string{"", string(quoted), `"` + s + `"`, " " + string(quoted), string(quoted) + "\n", `{"k": ` + string(quoted) + `}`} {
+		if raw != "" && !json.Valid([]byte(raw)) {
+			continue
+		}
+		out = append(out, struct {
+			ev  agui.Event
+			ref any
+		}{
+			agui.RunFinished{ThreadID: s, RunID: "r", Result: &agui.RunResult{Cost: cost, StopReason: agui.StopReason(s), Output: json.RawMessage(raw)}},
+			event{"RUN_FINISHED", s, "r", &result{cost, s, json.RawMessage(raw)}},
+		})
+	}
+	return out
+}
+
+var referenceStrings = []string{"", "plain", "<b>&amp;</b>", "\u2028\u2029", "\x00\x01\x1f\x7f", "\xff\xfe bad utf8",
+	"\"quoted\" \\ back", "\t\n\r\b\f", "日本語 🎉", `\u0041 \/ \q`, "\xe2\x80", "tail\\"}
+
 func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 	t.Parallel()
-	for _, s := range []string{"", "plain", "<b>&amp;</b>", "\u2028\u2029", "\x00\x01\x1f\x7f", "\xff\xfe bad utf8",
-		"\"quoted\" \\ back", "\t\n\r\b\f", "日本語 🎉"} {
+	for _, s := range referenceStrings {
 		for _, c := range referenceEncodings("id-"+s, s) {
 			checkAgainstReference(t, c.ev, c.ref)
+		}
+	}
+	for _, cost := range []float64{0, 0.0123, 1e-7, 2.5e-12, 1e21, 123456789.5, -3e-8, 1e-6} {
+		for _, s := range referenceStrings {
+			for _, c := range runFinishedReferences(s, cost) {
+				checkAgainstReference(t, c.ev, c.ref)
+			}
 		}
 	}
 }
@@ -68,6 +116,9 @@ func FuzzAppendJSON(f *testing.F) {
 	f.Add("m-1", "hello <b> & \u2028 \x00 \xff \"q\" \\ \t\n\r\b\f")
 	f.Fuzz(func(t *testing.T, a, b string) {
 		for _, c := range referenceEncodings(a, b) {
+			checkAgainstReference(t, c.ev, c.ref)
+		}
+		for _, c := range runFinishedReferences(b, float64(len(a))/7) {
 			checkAgainstReference(t, c.ev, c.ref)
 		}
 	})
@@ -106,6 +157,9 @@ func TestAppendJSONAppendsAndReportsErrors(t *testing.T) {
 		nil,
 		agui.Custom{Name: "x", Value: json.RawMessage(`{not json`)},
 		agui.RunFinished{Result: &agui.RunResult{Output: json.RawMessage(`[`)}},
+		agui.RunFinished{Result: &agui.RunResult{Output: json.RawMessage(`"unterminated`)}},
+		agui.RunFinished{Result: &agui.RunResult{Output: json.RawMessage(`"a" "b"`)}},
+		agui.RunFinished{Result: &agui.RunResult{Cost: math.NaN()}},
 		agui.Unknown{TypeName: "X", JSON: json.RawMessage(`{`)},
 	}
 	for _, ev := range bad {
