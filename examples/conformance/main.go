@@ -164,6 +164,7 @@ func openDB(e *env) (*bun.DB, error) {
 		if err != nil {
 			return nil, err
 		}
+		sqldb.SetMaxOpenConns(4) // one writer at a time anyway; see journal/drivers/sqlite
 		return bun.NewDB(sqldb, sqlitedialect.New()), nil
 	case strings.HasPrefix(j, "postgres://"), strings.HasPrefix(j, "postgresql://"):
 		pool, err := pgxpool.New(context.Background(), j)

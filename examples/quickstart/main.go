@@ -93,6 +93,7 @@ func newApp(dbPath string, logger *slog.Logger) (*engine.App, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	sqldb.SetMaxOpenConns(4) // one writer at a time anyway; see journal/drivers/sqlite
 	db := bun.NewDB(sqldb, sqlitedialect.New())
 	driver, err := sqlite.New(db, sqlite.Options{})
 	if err != nil {

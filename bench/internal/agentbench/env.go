@@ -222,6 +222,7 @@ func (e *Env) openDriver(ctx context.Context, opts Options) (journal.Driver, err
 		if err != nil {
 			return nil, err
 		}
+		sqldb.SetMaxOpenConns(4) // as journal/drivers/sqlite advises
 		db := bun.NewDB(sqldb, sqlitedialect.New())
 		e.cleanup = append(e.cleanup, func() { _ = db.Close() })
 		return sqlite.New(db, sqlite.Options{})
