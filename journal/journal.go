@@ -18,8 +18,9 @@ type Options struct {
 	Owner string
 	// LeaseTTL is how long a claim lasts without renewal. Default 15s; renewed every TTL/3.
 	LeaseTTL time.Duration
-	// Now is the clock. Default time.Now. Tests pass a fake clock and drive
-	// [Journal.RecoverOnce] and [Journal.CleanupOnce] themselves.
+	// Now is the clock of leases, deadlines and records. Default time.Now. Tests pass a
+	// fake clock and drive [Journal.RecoverOnce] and [Journal.CleanupOnce] themselves. The
+	// log writer's coalescing intervals run on the wall clock ([LogOptions]).
 	Now func() time.Time
 	// PollInterval is how often the recovery loop runs after [Journal.Start]. Default 1s.
 	PollInterval time.Duration
