@@ -34,24 +34,12 @@ func (followHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		engine.WriteError(fx, w, r, authErr)
 		return
 	}
-	streamID := r.PathValue("runId")
+	ctx := r.Context()
 	after, afterErr := lastEventID(r)
-	// Read the first batch while the access check runs: a resume then costs about one
-	// database round trip before its first frame. A refused caller's rows are dropped
-	// unseen.
-	var first chan prefetched
-	if j := app.Journal(); j != nil && afterErr == nil {
-		first = make(chan prefetched, 1)
-		go func() {
-			rows, err := j.Driver().ReadEvents(r.Context(), streamID, after, followBatch)
-			first <- prefetched{rows, err}
-		}()
-	}
-	st, err := followable(r.Context(), app, p, streamID)
-	var pre prefetched
-	if first != nil {
-		pre = <-first
-	}
+	// One statement reads the stream record for the access check and the first batch of
+	// rows: a resume costs one database round trip before its first frame. A refused
+	// caller's rows are dropped unseen.
+	st, rows, err := readFollowable(ctx, app, p, r.PathValue("runId"), after)
 	if err == nil {
 		err = afterErr
 	}
@@ -62,10 +50,8 @@ func (followHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cfg := configOf(app)
 	d := app.Journal().Driver()
 	// With stored rows in hand, the headers go out with the first frame: one write.
-	sse := httpx.NewSSEWriter(w, httpx.SSEOptions{Heartbeat: cfg.Heartbeat, HoldHeaders: len(pre.rows) > 0})
+	sse := httpx.NewSSEWriter(w, httpx.SSEOptions{Heartbeat: cfg.Heartbeat, HoldHeaders: len(rows) > 0})
 	defer sse.Close()
-	ctx := r.Context()
-	finished := st.FinishedAt != nil
 	var (
 		wake        <-chan struct{}
 		unsubscribe = func() {}
@@ -73,80 +59,61 @@ func (followHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	)
 	defer func() { unsubscribe() }()
 	for {
-		rows, err := pre.rows, pre.err
-		if pre.rows == nil && pre.err == nil {
-			rows, err = d.ReadEvents(ctx, st.ID, after, followBatch)
-		}
-		pre = prefetched{}
-		if err != nil {
-			return // the client is gone or the database is; the client resumes by id
-		}
 		for _, row := range rows {
 			if err := sse.WriteEvent(row.Seq, row.Event); err != nil {
 				return
 			}
 			after = row.Seq
 		}
-		if len(rows) == followBatch {
-			continue
+		if len(rows) < followBatch {
+			switch {
+			case st.FinishedAt != nil:
+				// The read that saw the mark saw every row committed before it.
+				return
+			case wake == nil:
+				// Subscribe after the first read, so the first frame does not wait for a
+				// listener; the read that follows catches rows appended meanwhile.
+				wake, unsubscribe = d.Subscribe(st.ID)
+				poll = time.NewTimer(cfg.FollowPoll)
+				defer poll.Stop()
+			default:
+				poll.Reset(cfg.FollowPoll)
+				select {
+				case <-ctx.Done():
+					return
+				case <-wake:
+				case <-poll.C:
+				}
+			}
 		}
-		if finished {
-			// Rows are committed before the stream is marked finished, so a short read
-			// after seeing the mark is the end.
-			return
-		}
-		if wake == nil {
-			// Subscribe after the first read, so the first frame does not wait for a
-			// listener; the read that follows catches rows appended meanwhile.
-			wake, unsubscribe = d.Subscribe(st.ID)
-			poll = time.NewTimer(cfg.FollowPoll)
-			defer poll.Stop()
-			continue
-		}
-		cur, err := d.GetStream(ctx, st.ID)
-		if err != nil {
-			return
-		}
-		if cur.FinishedAt != nil {
-			finished = true
-			continue
-		}
-		poll.Reset(cfg.FollowPoll)
-		select {
-		case <-ctx.Done():
-			return
-		case <-wake:
-		case <-poll.C:
+		if st, rows, err = d.ReadStream(ctx, st.ID, after, followBatch); err != nil {
+			return // the client is gone, or the database, or retention removed the run; the client resumes by id
 		}
 	}
 }
 
-type prefetched struct {
-	rows []journal.EventRow
-	err  error
-}
-
-// followable applies the follow route's access rules and returns the stream.
-func followable(ctx context.Context, app *engine.App, p *engine.Principal, id string) (journal.Stream, error) {
+// readFollowable reads a stream and its first rows after after, and applies the follow
+// route's access rules to it.
+func readFollowable(ctx context.Context, app *engine.App, p *engine.Principal, id string, after int64) (journal.Stream, []journal.EventRow, error) {
 	j := app.Journal()
 	if j == nil {
-		return journal.Stream{}, engine.NotFound("no run %s", id)
+		return journal.Stream{}, nil, engine.NotFound("no run %s", id)
 	}
-	st, err := j.Driver().GetStream(ctx, id)
+	st, rows, err := j.Driver().ReadStream(ctx, id, after, followBatch)
 	public := err == nil && st.PrincipalID == "" && st.Tenant == ""
 	if p == nil && !public {
-		return journal.Stream{}, engine.Unauthorized()
+		return journal.Stream{}, nil, engine.Unauthorized()
 	}
 	if err != nil {
-		return journal.Stream{}, engine.NotFound("no run %s", id)
+		return journal.Stream{}, nil, engine.NotFound("no run %s", id)
 	}
 	if !public {
 		if st.Tenant != p.Tenant || (st.PrincipalID != p.ID && !p.Operator) {
-			return journal.Stream{}, engine.NotFound("no run %s", id)
+			return journal.Stream{}, nil, engine.NotFound("no run %s", id)
 		}
 	}
 	if !app.HasGates(st.Flow) {
-		return st, nil
+		return st, rows, nil
 	}
 	var input json.RawMessage
 	if st.RunID != "" {
@@ -156,11 +123,11 @@ func followable(ctx context.Context, app *engine.App, p *engine.Principal, id st
 	}
 	if err := app.CheckGates(ctx, st.Flow, p, input); err != nil {
 		if engine.IsCode(err, engine.CodeNotFound) || engine.IsCode(err, engine.CodeValidation) {
-			return journal.Stream{}, engine.NotFound("no run %s", id)
+			return journal.Stream{}, nil, engine.NotFound("no run %s", id)
 		}
-		return journal.Stream{}, err
+		return journal.Stream{}, nil, err
 	}
-	return st, nil
+	return st, rows, nil
 }
 
 // lastEventID reads where to resume: the Last-Event-ID header, else the lastEventId

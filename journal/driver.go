@@ -207,6 +207,11 @@ type Driver interface {
 	AppendEvents(ctx context.Context, streamID string, f *Fence, rows []EventRow) error
 	// ReadEvents returns up to limit rows with seq > after, ordered by seq.
 	ReadEvents(ctx context.Context, streamID string, after int64, limit int) ([]EventRow, error)
+	// ReadStream loads a stream together with up to limit of its rows with seq > after,
+	// ordered by seq, as one consistent read: when the stream it returns is finished and
+	// fewer than limit rows came back, no row follows them. A follower needs nothing else
+	// to catch up, so it costs one statement. ErrNotFound if the stream is missing.
+	ReadStream(ctx context.Context, id string, after int64, limit int) (Stream, []EventRow, error)
 	// LastSeq returns the highest stored seq, 0 when none.
 	LastSeq(ctx context.Context, streamID string) (int64, error)
 	// Subscribe returns a channel that receives (coalesced) wake-ups after rows of the

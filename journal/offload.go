@@ -127,6 +127,18 @@ func (o offloaded) ReadEvents(ctx context.Context, streamID string, after int64,
 	return off(func() ([]EventRow, error) { return o.d.ReadEvents(ctx, streamID, after, limit) })
 }
 
+func (o offloaded) ReadStream(ctx context.Context, id string, after int64, limit int) (Stream, []EventRow, error) {
+	type read struct {
+		st   Stream
+		rows []EventRow
+	}
+	r, err := off(func() (read, error) {
+		st, rows, err := o.d.ReadStream(ctx, id, after, limit)
+		return read{st, rows}, err
+	})
+	return r.st, r.rows, err
+}
+
 func (o offloaded) LastSeq(ctx context.Context, streamID string) (int64, error) {
 	return off(func() (int64, error) { return o.d.LastSeq(ctx, streamID) })
 }

@@ -55,6 +55,16 @@ func (j *Journal) ReadEvents(ctx context.Context, streamID string, after int64, 
 	return j.d.ReadEvents(ctx, streamID, after, limit)
 }
 
+// ReadStream loads a stream and up to limit of its rows with seq > after (limit <= 0
+// means 1000) in one consistent read: a finished stream with fewer than limit rows
+// returned has nothing more to read.
+func (j *Journal) ReadStream(ctx context.Context, id string, after int64, limit int) (Stream, []EventRow, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	return j.d.ReadStream(ctx, id, after, limit)
+}
+
 // LastSeq returns the highest stored seq of the stream, 0 when empty.
 func (j *Journal) LastSeq(ctx context.Context, streamID string) (int64, error) {
 	return j.d.LastSeq(ctx, streamID)

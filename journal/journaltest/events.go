@@ -107,6 +107,76 @@ func eventCases() []testCase {
 				t.Fatalf("append to unknown stream err = %v", err)
 			}
 		}},
+		{"Events/ReadStream", func(t *testing.T, e *env) {
+			j := e.journal("a")
+			if _, _, err := j.ReadStream(e.ctx, "nope", 0, 10); !errors.Is(err, journal.ErrNotFound) {
+				t.Fatalf("ReadStream unknown err = %v", err)
+			}
+			e.stream(j, "s1", "")
+			st, got, err := j.ReadStream(e.ctx, "s1", 0, 10)
+			must(t, "ReadStream", err)
+			want, _ := j.GetStream(e.ctx, "s1")
+			if len(got) != 0 || st.ID != "s1" || st.Flow != want.Flow || st.PrincipalID != "u1" || st.Tenant != "t1" || !st.CreatedAt.Equal(want.CreatedAt) || st.FinishedAt != nil {
+				t.Fatalf("empty stream: %+v, rows %+v", st, got)
+			}
+			must(t, "Append", j.AppendEvents(e.ctx, "s1", nil, rows(1, 2, 3, 4, 5)...))
+			_, got, err = j.ReadStream(e.ctx, "s1", 1, 2)
+			must(t, "ReadStream", err)
+			if len(got) != 2 || got[0].Seq != 2 || got[1].Seq != 3 || !jsonEq(got[1].Event, rows(3)[0].Event) {
+				t.Fatalf("ReadStream(after 1, limit 2) = %+v", got)
+			}
+			if _, got, _ = j.ReadStream(e.ctx, "s1", 5, 2); len(got) != 0 {
+				t.Fatalf("ReadStream after the last row = %+v", got)
+			}
+			e.clock.Advance(time.Minute)
+			must(t, "FinishStream", j.FinishStream(e.ctx, "s1"))
+			st, got, _ = j.ReadStream(e.ctx, "s1", 3, 10)
+			if st.FinishedAt == nil || !st.FinishedAt.Equal(e.clock.Now()) || len(got) != 2 || got[0].Seq != 4 {
+				t.Fatalf("finished stream: %+v, rows %+v", st, got)
+			}
+		}},
+		{"Events/ReadStreamSeesEveryRowOnceFinished", func(t *testing.T, e *env) {
+			// A follower stops at the first read that shows the stream finished with a
+			// short batch: that read must already hold every row committed before the
+			// finish, however the writer's commits interleave with it.
+			j := e.journal("a")
+			e.stream(j, "s1", "")
+			const batches, each = 40, 3
+			go func() {
+				for b := range batches {
+					seqs := make([]int64, each)
+					for i := range seqs {
+						seqs[i] = int64(b*each + i + 1)
+					}
+					if err := j.AppendEvents(e.ctx, "s1", nil, rows(seqs...)...); err != nil {
+						t.Errorf("Append: %v", err)
+						return
+					}
+				}
+				if err := j.FinishStream(e.ctx, "s1"); err != nil {
+					t.Errorf("FinishStream: %v", err)
+				}
+			}()
+			var after int64
+			deadline := time.Now().Add(30 * time.Second)
+			for time.Now().Before(deadline) {
+				st, got, err := j.ReadStream(e.ctx, "s1", after, 7)
+				must(t, "ReadStream", err)
+				for _, r := range got {
+					if r.Seq != after+1 {
+						t.Fatalf("row %d after %d: gap or duplicate", r.Seq, after)
+					}
+					after = r.Seq
+				}
+				if st.FinishedAt != nil && len(got) < 7 {
+					if after != batches*each {
+						t.Fatalf("stream seen finished after row %d of %d", after, batches*each)
+					}
+					return
+				}
+			}
+			t.Fatalf("the stream did not finish within 30s (read up to %d)", after)
+		}},
 		{"Events/ConcurrentAppendersStayGapFree", func(t *testing.T, e *env) {
 			j := e.journal("a")
 			e.stream(j, "s1", "")

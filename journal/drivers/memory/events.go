@@ -25,6 +25,11 @@ func (d *Driver) CreateStream(_ context.Context, s journal.Stream) error {
 func (d *Driver) GetStream(_ context.Context, id string) (journal.Stream, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.stream(id)
+}
+
+// stream copies a stream record; d.mu must be held.
+func (d *Driver) stream(id string) (journal.Stream, error) {
 	s, ok := d.streams[id]
 	if !ok {
 		return journal.Stream{}, journal.ErrNotFound
@@ -102,13 +107,29 @@ func (d *Driver) AppendEvents(_ context.Context, streamID string, f *journal.Fen
 func (d *Driver) ReadEvents(_ context.Context, streamID string, after int64, limit int) ([]journal.EventRow, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.readEvents(streamID, after, limit), nil
+}
+
+// ReadStream implements journal.Driver.
+func (d *Driver) ReadStream(_ context.Context, id string, after int64, limit int) (journal.Stream, []journal.EventRow, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s, err := d.stream(id)
+	if err != nil {
+		return s, nil, err
+	}
+	return s, d.readEvents(id, after, limit), nil
+}
+
+// readEvents copies up to limit rows after seq after; d.mu must be held.
+func (d *Driver) readEvents(streamID string, after int64, limit int) []journal.EventRow {
 	evs := d.events[streamID]
 	i := sort.Search(len(evs), func(i int) bool { return evs[i].Seq > after })
 	var out []journal.EventRow
 	for ; i < len(evs) && len(out) < limit; i++ {
 		out = append(out, journal.EventRow{Seq: evs[i].Seq, Event: clone(evs[i].Event)})
 	}
-	return out, nil
+	return out
 }
 
 // LastSeq implements journal.Driver.

@@ -37,11 +37,12 @@ func (s *Store) CreateStream(ctx context.Context, st journal.Stream) error {
 
 const streamCols = `id, run_id, flow, principal_id, tenant, created_at, finished_at`
 
-func scanStream(sc scanner) (journal.Stream, error) {
+// scanStream scans streamCols, then any further columns into extra.
+func scanStream(sc scanner, extra ...any) (journal.Stream, error) {
 	var st journal.Stream
 	var ca int64
 	var fa sql.NullInt64
-	if err := sc.Scan(&st.ID, &st.RunID, &st.Flow, &st.PrincipalID, &st.Tenant, &ca, &fa); err != nil {
+	if err := sc.Scan(append([]any{&st.ID, &st.RunID, &st.Flow, &st.PrincipalID, &st.Tenant, &ca, &fa}, extra...)...); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return st, journal.ErrNotFound
 		}
@@ -155,6 +156,50 @@ func (s *Store) ReadEvents(ctx context.Context, streamID string, after int64, li
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// ReadStream implements journal.Driver: one statement, so the stream record and its rows
+// come from one snapshot. The stream's columns repeat on every row, which costs less than
+// a second round trip; a stream without rows after after gives one row of NULLs.
+func (s *Store) ReadStream(ctx context.Context, id string, after int64, limit int) (journal.Stream, []journal.EventRow, error) {
+	rows, err := s.query(ctx, `SELECT s.id, s.run_id, s.flow, s.principal_id, s.tenant, s.created_at, s.finished_at, e.seq, e.event
+		FROM `+s.streams+` s LEFT JOIN (SELECT seq, event FROM `+s.events+` WHERE stream_id = ? AND seq > ? ORDER BY seq LIMIT ?) e ON 1 = 1
+		WHERE s.id = ? ORDER BY e.seq`, id, after, limit, id)
+	if err != nil {
+		return journal.Stream{}, nil, err
+	}
+	defer rows.Close()
+	var (
+		st    journal.Stream
+		out   []journal.EventRow
+		found bool
+		seq   sql.NullInt64
+		ev    sql.NullString
+		// After the first row the stream's columns are read into reused buffers.
+		skip  [7]sql.RawBytes
+		skips = []any{&skip[0], &skip[1], &skip[2], &skip[3], &skip[4], &skip[5], &skip[6], &seq, &ev}
+	)
+	for rows.Next() {
+		if !found {
+			st, err = scanStream(rows, &seq, &ev)
+		} else {
+			err = rows.Scan(skips...)
+		}
+		if err != nil {
+			return journal.Stream{}, nil, err
+		}
+		found = true
+		if seq.Valid {
+			out = append(out, journal.EventRow{Seq: seq.Int64, Event: json.RawMessage(ev.String)})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return journal.Stream{}, nil, err
+	}
+	if !found {
+		return journal.Stream{}, nil, journal.ErrNotFound
+	}
+	return st, out, nil
 }
 
 // LastSeq implements journal.Driver.
