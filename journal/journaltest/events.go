@@ -142,7 +142,10 @@ func eventCases() []testCase {
 			j := e.journal("a")
 			e.stream(j, "s1", "")
 			const batches, each = 40, 3
+			written := make(chan struct{})
+			defer func() { <-written }() // no t.Errorf after the test returns
 			go func() {
+				defer close(written)
 				for b := range batches {
 					seqs := make([]int64, each)
 					for i := range seqs {
