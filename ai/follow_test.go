@@ -10,6 +10,7 @@ import (
 
 	"github.com/bbc28f59/engine/ai"
 	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/journal"
 )
 
 // eventData returns the normalised, coalesced event data of a transcript without ids or
@@ -194,4 +195,26 @@ func TestFollowFinishedRunEnds(t *testing.T) {
 	eq(t, "last event", all.types()[len(all.frames)-1], "RUN_FINISHED")
 	rest := w.follow(t, runID, all.frames[1].ID)
 	eq(t, "frames after the second id", len(rest.frames), len(all.frames)-2)
+}
+
+// TestRunLogRecordsWhenItStarted: the stream record carries its creation time, which
+// retention reads to close runs that never finished. A zero time would make every live
+// run look a week old to the first retention pass.
+func TestRunLogRecordsWhenItStarted(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, setup{turns: []turn{{Text: "Hi there."}}})
+	before := time.Now()
+	runID := w.stream(t, "/chat/plain", `{"message":"hi"}`).started(t).RunID
+	var st journal.Stream
+	waitFor(t, "the run's log to be finished", func() bool {
+		var err error
+		st, err = w.journal.Driver().GetStream(context.Background(), runID)
+		return err == nil && st.FinishedAt != nil
+	})
+	if st.CreatedAt.Before(before.Add(-time.Second)) || st.CreatedAt.After(time.Now()) {
+		t.Fatalf("stream created at %v, want between %v and now", st.CreatedAt, before)
+	}
+	if st.FinishedAt.Before(st.CreatedAt) {
+		t.Fatalf("stream finished at %v, before it was created at %v", st.FinishedAt, st.CreatedAt)
+	}
 }

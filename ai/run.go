@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai/agui"
@@ -178,7 +177,7 @@ func (r *AgentRun) execute(ctx context.Context, sse *httpx.SSEWriter) {
 				r.fx.Logger().Error("ai: closing the run's event log", "run", r.id, "err", err)
 			}
 			if !r.parked && !errors.Is(r.err, journal.ErrLeaseLost) {
-				_ = j.Driver().FinishStream(context.WithoutCancel(ctx), r.id, time.Now())
+				_ = j.FinishStream(context.WithoutCancel(ctx), r.id)
 			}
 		}()
 	}
@@ -198,7 +197,6 @@ func (r *AgentRun) execute(ctx context.Context, sse *httpx.SSEWriter) {
 // execution is not a run end, that execution died mid-run: the log gets a RUN_ERROR with
 // code WorkerLost so it stays a valid AG-UI sequence before the resumed run starts.
 func (r *AgentRun) openLog(ctx context.Context, j *journal.Journal, em *emitter) (*journal.LogWriter, error) {
-	d := j.Driver()
 	st := journal.Stream{ID: r.id, Flow: r.fx.Flow().ID(), Tenant: r.fx.Tenant()}
 	if p := r.fx.Principal(); p != nil {
 		st.PrincipalID = p.ID
@@ -206,7 +204,7 @@ func (r *AgentRun) openLog(ctx context.Context, j *journal.Journal, em *emitter)
 	if r.durable != nil {
 		st.RunID = r.durable.ID
 	}
-	if err := d.CreateStream(ctx, st); err != nil && !errors.Is(err, journal.ErrConflict) {
+	if err := j.CreateStream(ctx, st); err != nil && !errors.Is(err, journal.ErrConflict) {
 		return nil, err
 	}
 	w, err := j.NewLogWriter(ctx, r.id, r.durable, journal.LogOptions{})
@@ -214,7 +212,7 @@ func (r *AgentRun) openLog(ctx context.Context, j *journal.Journal, em *emitter)
 		return nil, err
 	}
 	if last := w.LastSeq(); last > 0 {
-		rows, err := d.ReadEvents(ctx, r.id, last-1, 1)
+		rows, err := j.ReadEvents(ctx, r.id, last-1, 1)
 		if err == nil && len(rows) == 1 && !endsRun(rows[0].Event) {
 			ev, _ := json.Marshal(agui.RunError{Message: "ai: the worker running this agent stopped; the run resumes on another worker", Code: CodeWorkerLost})
 			if _, err := w.Write(ctx, ev); err != nil {
