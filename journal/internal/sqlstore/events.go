@@ -1,10 +1,13 @@
 package sqlstore
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -159,45 +162,57 @@ func (s *Store) ReadEvents(ctx context.Context, streamID string, after int64, li
 }
 
 // ReadStream implements journal.Driver: one statement, so the stream record and its rows
-// come from one snapshot. The stream's columns repeat on every row, which costs less than
-// a second round trip; a stream without rows after after gives one row of NULLs.
+// come from one snapshot. The stream record is the statement's row with a NULL seq, the
+// events are the rows with NULL stream columns: each value crosses the wire once. A
+// missing stream gives no stream row, whatever its rows.
 func (s *Store) ReadStream(ctx context.Context, id string, after int64, limit int) (journal.Stream, []journal.EventRow, error) {
-	rows, err := s.query(ctx, `SELECT s.id, s.run_id, s.flow, s.principal_id, s.tenant, s.created_at, s.finished_at, e.seq, e.event
-		FROM `+s.streams+` s LEFT JOIN (SELECT seq, event FROM `+s.events+` WHERE stream_id = ? AND seq > ? ORDER BY seq LIMIT ?) e ON 1 = 1
-		WHERE s.id = ? ORDER BY e.seq`, id, after, limit, id)
+	rows, err := s.query(ctx, `SELECT `+streamCols+`, CAST(NULL AS BIGINT), CAST(NULL AS TEXT) FROM `+s.streams+` WHERE id = ?
+		UNION ALL SELECT * FROM (SELECT CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT),
+			CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), seq, event FROM `+s.events+` WHERE stream_id = ? AND seq > ? ORDER BY seq LIMIT ?) e`,
+		id, id, after, limit)
 	if err != nil {
 		return journal.Stream{}, nil, err
 	}
 	defer rows.Close()
 	var (
-		st    journal.Stream
-		out   []journal.EventRow
-		found bool
-		seq   sql.NullInt64
-		ev    sql.NullString
-		// After the first row the stream's columns are read into reused buffers.
-		skip  [7]sql.RawBytes
-		skips = []any{&skip[0], &skip[1], &skip[2], &skip[3], &skip[4], &skip[5], &skip[6], &seq, &ev}
+		st     journal.Stream
+		out    []journal.EventRow
+		found  bool
+		sorted = true
+		// An event row's stream columns are NULL and cost nothing to scan.
+		rid, run, flow, pid, tenant sql.NullString
+		ca, fa, seq                 sql.NullInt64
+		ev                          sql.RawBytes
+		dest                        = []any{&rid, &run, &flow, &pid, &tenant, &ca, &fa, &seq, &ev}
 	)
 	for rows.Next() {
-		if !found {
-			st, err = scanStream(rows, &seq, &ev)
-		} else {
-			err = rows.Scan(skips...)
-		}
-		if err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return journal.Stream{}, nil, err
 		}
-		found = true
-		if seq.Valid {
-			out = append(out, journal.EventRow{Seq: seq.Int64, Event: json.RawMessage(ev.String)})
+		if !seq.Valid {
+			st = journal.Stream{ID: rid.String, RunID: run.String, Flow: flow.String, PrincipalID: pid.String,
+				Tenant: tenant.String, CreatedAt: tm(ca.Int64)}
+			if fa.Valid {
+				t := tm(fa.Int64)
+				st.FinishedAt = &t
+			}
+			found = true
+			continue
 		}
+		if n := len(out); n > 0 && out[n-1].Seq >= seq.Int64 {
+			sorted = false
+		}
+		out = append(out, journal.EventRow{Seq: seq.Int64, Event: bytes.Clone(ev)})
 	}
 	if err := rows.Err(); err != nil {
 		return journal.Stream{}, nil, err
 	}
 	if !found {
 		return journal.Stream{}, nil, journal.ErrNotFound
+	}
+	if !sorted {
+		// SQL does not promise that a UNION keeps its branch's order.
+		slices.SortFunc(out, func(a, b journal.EventRow) int { return cmp.Compare(a.Seq, b.Seq) })
 	}
 	return st, out, nil
 }
