@@ -48,7 +48,7 @@ func (followHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg := configOf(app)
-	d := app.Journal().Driver()
+	j := app.Journal()
 	// With stored rows in hand, the headers go out with the first frame: one write.
 	sse := httpx.NewSSEWriter(w, httpx.SSEOptions{Heartbeat: cfg.Heartbeat, HoldHeaders: len(rows) > 0})
 	defer sse.Close()
@@ -73,7 +73,7 @@ func (followHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			case wake == nil:
 				// Subscribe after the first read, so the first frame does not wait for a
 				// listener; the read that follows catches rows appended meanwhile.
-				wake, unsubscribe = d.Subscribe(st.ID)
+				wake, unsubscribe = j.Subscribe(st.ID)
 				poll = time.NewTimer(cfg.FollowPoll)
 				defer poll.Stop()
 			default:
@@ -86,7 +86,7 @@ func (followHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		}
-		if st, rows, err = d.ReadStream(ctx, st.ID, after, followBatch); err != nil {
+		if st, rows, err = j.ReadStream(ctx, st.ID, after, followBatch); err != nil {
 			return // the client is gone, or the database, or retention removed the run; the client resumes by id
 		}
 	}
@@ -99,7 +99,7 @@ func readFollowable(ctx context.Context, app *engine.App, p *engine.Principal, i
 	if j == nil {
 		return journal.Stream{}, nil, engine.NotFound("no run %s", id)
 	}
-	st, rows, err := j.Driver().ReadStream(ctx, id, after, followBatch)
+	st, rows, err := j.ReadStream(ctx, id, after, followBatch)
 	public := err == nil && st.PrincipalID == "" && st.Tenant == ""
 	if p == nil && !public {
 		return journal.Stream{}, nil, engine.Unauthorized()

@@ -17,52 +17,70 @@ var drivers = []string{agentbench.Memory, agentbench.SQLite, agentbench.Postgres
 // its log and times the first frame, alternating serially with a plain request — a tiny
 // RPC flow call read to its end — in the same run. x-plain is resume latency over plain
 // latency (target ≤ 3). follow-µs and plain-µs are the mean times per request.
+//
+// On SQLite and Postgres it runs twice: same-instance, where the instance that ran the
+// run answers from its in-process follow tail, and other-instance, with the tail off, so
+// every resume reads the database as a follower on another instance does.
 func BenchmarkFollowResume(b *testing.B) {
 	for _, driver := range drivers {
-		b.Run(driver, func(b *testing.B) {
-			ctx := context.Background()
-			e := newEnv(b, agentbench.Options{Deltas: 100, Driver: driver})
-			runID, last, err := e.StoredRun(ctx)
-			if err != nil {
-				b.Fatal(err)
+		paths := []string{"same-instance", "other-instance"}
+		if driver == agentbench.Memory {
+			paths = []string{""} // the memory journal has no tail: its reads are in memory
+		}
+		for _, path := range paths {
+			name := driver
+			if path != "" {
+				name += "/" + path
 			}
-			after := last / 2
-			follow := func() time.Duration {
-				d, err := e.FollowFirstFrame(ctx, runID, after)
-				if err != nil {
-					b.Fatal(err)
-				}
-				return d
-			}
-			plain := func() time.Duration {
-				d, err := e.Ping(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				return d
-			}
-			for range 50 {
-				follow()
-				plain()
-			}
-			var f, p time.Duration
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; b.Loop(); i++ {
-				if i%2 == 0 {
-					f += follow()
-					p += plain()
-				} else {
-					p += plain()
-					f += follow()
-				}
-			}
-			n := float64(b.N)
-			b.ReportMetric(float64(f.Nanoseconds())/n/1e3, "follow-µs")
-			b.ReportMetric(float64(p.Nanoseconds())/n/1e3, "plain-µs")
-			b.ReportMetric(float64(f)/float64(p), "x-plain")
-		})
+			b.Run(name, func(b *testing.B) {
+				benchFollowResume(b, agentbench.Options{Deltas: 100, Driver: driver, NoTail: path == "other-instance"})
+			})
+		}
 	}
+}
+
+func benchFollowResume(b *testing.B, opts agentbench.Options) {
+	ctx := context.Background()
+	e := newEnv(b, opts)
+	runID, last, err := e.StoredRun(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	after := last / 2
+	follow := func() time.Duration {
+		d, err := e.FollowFirstFrame(ctx, runID, after)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	plain := func() time.Duration {
+		d, err := e.Ping(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	for range 50 {
+		follow()
+		plain()
+	}
+	var f, p time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if i%2 == 0 {
+			f += follow()
+			p += plain()
+		} else {
+			p += plain()
+			f += follow()
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(f.Nanoseconds())/n/1e3, "follow-µs")
+	b.ReportMetric(float64(p.Nanoseconds())/n/1e3, "plain-µs")
+	b.ReportMetric(float64(f)/float64(p), "x-plain")
 }
 
 // BenchmarkApprovalCycle (issue 6) runs park → decide → resume cycles through the real

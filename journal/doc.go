@@ -50,9 +50,17 @@
 // turns live AG-UI events into rows: structural events one row each (Write returns the
 // seq for the SSE id: field), text and tool-argument deltas coalesced (about every 100 ms
 // or 1 KiB), commits batched to at most ten a second, a cap of 5,000 rows marked by one
-// engine.events.truncated CUSTOM row. Followers read with [Journal.ReadEvents] and wait
-// with [Journal.Subscribe]. Rows of streams finished 24 h ago are deleted; streams left
+// engine.events.truncated CUSTOM row. Followers read with [Journal.ReadStream] (the
+// stream record and a batch of rows in one consistent read) and wait with
+// [Journal.Subscribe]. Rows of streams finished 24 h ago are deleted; streams left
 // unfinished for 7 days are closed with RUN_ERROR.
+//
+// Reads of rows this instance committed recently are answered from its follow tail
+// ([Options.TailBytes], [Options.TailTTL]) without a database round trip. The tail holds
+// only committed rows, contiguous by seq; a read it cannot answer exactly (older rows,
+// rows another instance appended after taking a run over, a read past the last row of a
+// stream not finished here) goes to the driver, so a follower sees the same rows on any
+// instance.
 //
 // # Drivers
 //

@@ -38,14 +38,26 @@ type Options struct {
 	Resumer func(ctx context.Context, run *Run)
 	// SkipMigrate leaves the schema alone in [New] (the application migrates itself).
 	SkipMigrate bool
+	// TailBytes is the budget of the in-process follow tail: the event rows this instance
+	// committed to the streams it writes, kept so [Journal.ReadStream] answers a follower
+	// on this instance without a database round trip. Reads the tail cannot answer exactly
+	// (older rows, another instance's rows) go to the driver. Default 16 MiB for drivers
+	// with [CapBlockingIO] and off for the others, whose reads are already in memory;
+	// negative turns it off.
+	TailBytes int
+	// TailTTL is how long a stream's tail is kept after its last append or finish.
+	// Default 1m, and always below half of FinishedRetention and of UnfinishedMaxAge, so a
+	// tail never outlives rows another instance's retention may delete.
+	TailTTL time.Duration
 }
 
 // Journal runs durable flows on a [Driver]: it begins and claims runs, records steps and
 // parks, stores decisions exactly once, resumes runs, and keeps the agent event log.
 // A Journal starts nothing until [Journal.Start]; [Journal.Close] stops it.
 type Journal struct {
-	d    Driver
-	opts Options
+	d     Driver
+	opts  Options
+	tails *tails
 
 	mu      sync.Mutex
 	resumer func(ctx context.Context, run *Run)
@@ -67,7 +79,7 @@ func New(d Driver, opts Options) (*Journal, error) {
 		return nil, errors.New("journal: nil driver")
 	}
 	if opts.LeaseTTL < 0 || opts.PollInterval < 0 || opts.ApprovalDeadline < 0 ||
-		opts.CleanupInterval < 0 || opts.FinishedRetention < 0 || opts.UnfinishedMaxAge < 0 {
+		opts.CleanupInterval < 0 || opts.FinishedRetention < 0 || opts.UnfinishedMaxAge < 0 || opts.TailTTL < 0 {
 		return nil, errors.New("journal: durations in Options must not be negative")
 	}
 	if opts.Owner == "" {
@@ -98,6 +110,13 @@ func New(d Driver, opts Options) (*Journal, error) {
 	if opts.UnfinishedMaxAge == 0 {
 		opts.UnfinishedMaxAge = 7 * 24 * time.Hour
 	}
+	if opts.TailBytes == 0 && d.Capabilities().Has(CapBlockingIO) {
+		opts.TailBytes = defaultTailBytes
+	}
+	if opts.TailTTL == 0 {
+		opts.TailTTL = defaultTailTTL
+	}
+	opts.TailTTL = min(opts.TailTTL, opts.FinishedRetention/2, opts.UnfinishedMaxAge/2)
 	if d.Capabilities().Has(CapBlockingIO) {
 		d = offloaded{d}
 	}
@@ -108,7 +127,7 @@ func New(d Driver, opts Options) (*Journal, error) {
 	}
 	base, cancel := context.WithCancel(context.Background())
 	return &Journal{d: d, opts: opts, resumer: opts.Resumer, held: map[string]*Run{},
-		baseCtx: base, cancelBase: cancel}, nil
+		tails: newTails(opts.TailBytes, opts.TailTTL, opts.UnfinishedMaxAge), baseCtx: base, cancelBase: cancel}, nil
 }
 
 // Driver returns the driver the journal runs on.

@@ -108,6 +108,7 @@ func (j *Journal) NewLogWriter(ctx context.Context, streamID string, run *Run, o
 	}
 	w := &LogWriter{j: j, streamID: streamID, run: run, opts: opts, ctx: context.WithoutCancel(ctx),
 		seq: last, lastCommit: time.Now()}
+	j.tails.open(s, last, j.now())
 	if last >= opts.MaxRows {
 		rows, err := j.d.ReadEvents(ctx, streamID, opts.MaxRows-1, int(last-opts.MaxRows)+2)
 		if err != nil {

@@ -42,6 +42,7 @@ func (j *Journal) CleanupOnce(ctx context.Context) (CleanupResult, error) {
 		}
 		for _, s := range stale {
 			ev := fmt.Appendf(nil, `{"type":"RUN_ERROR","message":"run did not finish within %s; closed by the journal","code":"JournalRunExpired"}`, j.opts.UnfinishedMaxAge)
+			j.tails.drop(s.ID)
 			if err := j.d.CloseStream(ctx, s.ID, ev, now); err != nil && !errors.Is(err, ErrNotFound) {
 				return res, err
 			}

@@ -25,7 +25,12 @@ func (j *Journal) GetStream(ctx context.Context, id string) (Stream, error) {
 
 // FinishStream marks the stream ended and wakes its followers.
 func (j *Journal) FinishStream(ctx context.Context, id string) error {
-	return j.d.FinishStream(ctx, id, j.now())
+	now := j.now()
+	err := j.d.FinishStream(ctx, id, now)
+	if err == nil {
+		j.tails.finish(id, now)
+	}
+	return err
 }
 
 // AppendEvents stores rows that continue the stream gap-free. When the stream belongs to
@@ -41,6 +46,9 @@ func (j *Journal) AppendEvents(ctx context.Context, streamID string, run *Run, r
 		f = &fc
 	}
 	err := j.d.AppendEvents(ctx, streamID, f, rows)
+	if err == nil {
+		j.tails.add(streamID, rows, j.now())
+	}
 	if errors.Is(err, ErrLeaseLost) && run != nil {
 		run.lose()
 	}
@@ -57,10 +65,15 @@ func (j *Journal) ReadEvents(ctx context.Context, streamID string, after int64, 
 
 // ReadStream loads a stream and up to limit of its rows with seq > after (limit <= 0
 // means 1000) in one consistent read: a finished stream with fewer than limit rows
-// returned has nothing more to read.
+// returned has nothing more to read. Rows this instance committed recently come from
+// its follow tail ([Options.TailBytes]) without a database round trip. The returned
+// rows are shared: do not modify them.
 func (j *Journal) ReadStream(ctx context.Context, id string, after int64, limit int) (Stream, []EventRow, error) {
 	if limit <= 0 {
 		limit = 1000
+	}
+	if st, rows, ok := j.tails.read(id, after, limit, j.now()); ok {
+		return st, rows, nil
 	}
 	return j.d.ReadStream(ctx, id, after, limit)
 }

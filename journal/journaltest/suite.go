@@ -51,7 +51,7 @@ func Run(t *testing.T, newDriver func(t *testing.T) journal.Driver) {
 	t.Helper()
 	var all []testCase
 	for _, group := range [][]testCase{runCases(), stepCases(), parkCases(), leaseCases(), eventCases(),
-		logWriterCases(), retentionCases(), wakeupCases(), lifecycleCases()} {
+		logWriterCases(), tailCases(), retentionCases(), wakeupCases(), lifecycleCases()} {
 		all = append(all, group...)
 	}
 	for _, c := range all {
@@ -80,11 +80,17 @@ func newEnv(t *testing.T, d journal.Driver) *env {
 // journal opens a journal named owner on the shared driver and clock, closed at cleanup.
 func (e *env) journal(owner string, mods ...func(*journal.Options)) *journal.Journal {
 	e.t.Helper()
+	return e.journalOn(e.d, owner, mods...)
+}
+
+// journalOn is [env.journal] on d, which may wrap the shared driver.
+func (e *env) journalOn(d journal.Driver, owner string, mods ...func(*journal.Options)) *journal.Journal {
+	e.t.Helper()
 	opts := journal.Options{Owner: owner, LeaseTTL: leaseTTL, Now: e.clock.Now}
 	for _, m := range mods {
 		m(&opts)
 	}
-	j, err := journal.New(e.d, opts)
+	j, err := journal.New(d, opts)
 	if err != nil {
 		e.t.Fatalf("journal.New: %v", err)
 	}

@@ -27,6 +27,7 @@ type config struct {
 	n, m, rounds, idle int
 	pace               time.Duration
 	driver, cpuProfile string
+	noTail             bool
 }
 
 func main() {
@@ -37,6 +38,7 @@ func main() {
 	flag.StringVar(&c.driver, "driver", agentbench.Memory, "journal driver: memory, sqlite or postgres ($"+agentbench.PostgresEnv+")")
 	flag.IntVar(&c.rounds, "rounds", 5, "rounds of one batch per target; the table shows medians")
 	flag.IntVar(&c.idle, "idle", 500, "idle streams held open per target for the memory figure (0 skips it)")
+	flag.BoolVar(&c.noTail, "no-tail", false, "turn off the journal's in-process follow tail (as on an instance that did not run the runs)")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured rounds to this file")
 	flag.Parse()
 	if c.n <= 0 || c.m <= 0 || c.rounds <= 0 || c.idle < 0 || c.pace < 0 {
@@ -58,7 +60,7 @@ func run(ctx context.Context, c config, out, progress io.Writer) error {
 		fmt.Fprintf(progress, "\r%-72s", line) // padded so a shorter line covers a longer one
 	}
 	status("starting the harness (%s journal)", c.driver)
-	e, err := agentbench.New(ctx, agentbench.Options{Deltas: c.m, Pace: c.pace, Driver: c.driver})
+	e, err := agentbench.New(ctx, agentbench.Options{Deltas: c.m, Pace: c.pace, Driver: c.driver, NoTail: c.noTail})
 	if err != nil {
 		return err
 	}

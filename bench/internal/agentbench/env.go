@@ -61,6 +61,10 @@ type Options struct {
 	Driver string
 	// PostgresDSN is the database of the [Postgres] driver; default $ENGINE_TEST_POSTGRES_DSN.
 	PostgresDSN string
+	// NoTail turns off the journal's in-process follow tail ([journal.Options.TailBytes]),
+	// so a follower reads the database, as it does on an instance other than the one that
+	// ran the run.
+	NoTail bool
 }
 
 // Input is the body of the harness's chat flows.
@@ -141,7 +145,11 @@ func New(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e.Journal, err = journal.New(d, journal.Options{})
+	jopts := journal.Options{}
+	if opts.NoTail {
+		jopts.TailBytes = -1
+	}
+	e.Journal, err = journal.New(d, jopts)
 	if err != nil {
 		return nil, fmt.Errorf("agentbench: journal: %w", err)
 	}

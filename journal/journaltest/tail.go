@@ -1,0 +1,290 @@
+package journaltest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bbc28f59/engine/journal"
+)
+
+// countingReads counts the ReadStream calls that reach the driver, so a case can tell a
+// read the follow tail answered from one the database answered.
+type countingReads struct {
+	journal.Driver
+	n atomic.Int64
+}
+
+func (c *countingReads) ReadStream(ctx context.Context, id string, after int64, limit int) (journal.Stream, []journal.EventRow, error) {
+	c.n.Add(1)
+	return c.Driver.ReadStream(ctx, id, after, limit)
+}
+
+// tailed opens a journal named owner with the follow tail on (whatever the driver) over a
+// driver that counts reads.
+func (e *env) tailed(owner string, mods ...func(*journal.Options)) (*journal.Journal, *countingReads) {
+	e.t.Helper()
+	c := &countingReads{Driver: e.d}
+	mods = append([]func(*journal.Options){func(o *journal.Options) { o.TailBytes = 1 << 20 }}, mods...)
+	return e.journalOn(c, owner, mods...), c
+}
+
+// structural writes n STEP_STARTED events through w and commits them.
+func structural(t *testing.T, e *env, w *journal.LogWriter, n int) {
+	t.Helper()
+	for range n {
+		write(t, e, w, fmt.Sprintf(`{"type":"STEP_STARTED","stepName":"step-%d","pad":"%0100d"}`, w.LastSeq()+1, 0))
+	}
+	must(t, "Flush", w.Flush(e.ctx))
+}
+
+// followAll reads a stream through j as the follow route does, in batches of limit, from
+// after until it is finished and drained or nothing more is stored. It fails the case on
+// a gap or a duplicate, and checks every row against the driver's own copy.
+func (e *env) followAll(j *journal.Journal, id string, after int64, limit int) (seqs []int64, finished bool) {
+	e.t.Helper()
+	stored, err := e.d.ReadEvents(e.ctx, id, 0, 100000)
+	must(e.t, "ReadEvents", err)
+	for range 1000 {
+		st, rows, err := j.ReadStream(e.ctx, id, after, limit)
+		must(e.t, "ReadStream", err)
+		for _, r := range rows {
+			if r.Seq != after+1 {
+				e.t.Fatalf("stream %s: seq %d after %d: a gap or a duplicate (seen %v)", id, r.Seq, after, seqs)
+			}
+			if i := int(r.Seq) - 1; i >= len(stored) || string(stored[i].Event) != string(r.Event) {
+				e.t.Fatalf("stream %s: row %d is not the stored row", id, r.Seq)
+			}
+			seqs, after = append(seqs, r.Seq), r.Seq
+		}
+		if len(rows) < limit {
+			if st.FinishedAt != nil {
+				return seqs, true
+			}
+			if len(rows) == 0 {
+				return seqs, false
+			}
+		}
+	}
+	e.t.Fatalf("stream %s: no end after 1000 reads", id)
+	return nil, false
+}
+
+func span(from, to int64) []int64 {
+	var out []int64
+	for s := from; s <= to; s++ {
+		out = append(out, s)
+	}
+	return out
+}
+
+func tailCases() []testCase {
+	return []testCase{
+		{"Tail/SameInstanceReadsNeedNoDatabase", func(t *testing.T, e *env) {
+			j, c := e.tailed("a")
+			e.stream(j, "s1", "")
+			w, err := j.NewLogWriter(e.ctx, "s1", nil, quiet)
+			must(t, "NewLogWriter", err)
+			structural(t, e, w, 5)
+			c.n.Store(0)
+			seqs, finished := e.followAll(j, "s1", 2, 2)
+			if !slices.Equal(seqs, span(3, 5)) || finished {
+				t.Fatalf("follow from 2 = %v (finished %v), want 3..5 unfinished", seqs, finished)
+			}
+			// The last read found nothing after row 5 of an unfinished stream: that one
+			// asks the database, since another instance may have continued the run.
+			if n := c.n.Load(); n != 1 {
+				t.Fatalf("%d driver reads, want 1 (only the read past the tail)", n)
+			}
+			must(t, "Close", w.Close(e.ctx))
+			must(t, "FinishStream", j.FinishStream(e.ctx, "s1"))
+			c.n.Store(0)
+			if seqs, finished := e.followAll(j, "s1", 0, 500); !slices.Equal(seqs, span(1, 5)) || !finished {
+				t.Fatalf("follow from 0 = %v (finished %v), want 1..5 finished", seqs, finished)
+			}
+			st, rows, err := j.ReadStream(e.ctx, "s1", 5, 10)
+			must(t, "ReadStream", err)
+			if len(rows) != 0 || st.FinishedAt == nil || st.PrincipalID != "u1" || st.Tenant != "t1" || st.Flow != "f" {
+				t.Fatalf("read past the end = %+v, %d rows", st, len(rows))
+			}
+			if n := c.n.Load(); n != 0 {
+				t.Fatalf("%d driver reads of a stream finished here, want 0", n)
+			}
+			// Rows handed out are shared with the tail: appending to them must not reach it.
+			_, first, _ := j.ReadStream(e.ctx, "s1", 0, 2)
+			_ = append(first, journal.EventRow{Seq: 99, Event: json.RawMessage(`{}`)})
+			if _, again, _ := j.ReadStream(e.ctx, "s1", 2, 1); len(again) != 1 || again[0].Seq != 3 {
+				t.Fatalf("after a caller's append, row 3 reads %v", again)
+			}
+		}},
+		{"Tail/EarlierRowsComeFromTheDatabase", func(t *testing.T, e *env) {
+			b := e.journal("b")
+			e.stream(b, "s1", "")
+			wb, err := b.NewLogWriter(e.ctx, "s1", nil, quiet)
+			must(t, "NewLogWriter b", err)
+			structural(t, e, wb, 3)
+			must(t, "Close b", wb.Close(e.ctx))
+			a, c := e.tailed("a")
+			wa, err := a.NewLogWriter(e.ctx, "s1", nil, quiet)
+			must(t, "NewLogWriter a", err)
+			structural(t, e, wa, 3)
+			must(t, "Close a", wa.Close(e.ctx))
+			must(t, "FinishStream", a.FinishStream(e.ctx, "s1"))
+			c.n.Store(0)
+			if seqs, finished := e.followAll(a, "s1", 3, 500); !slices.Equal(seqs, span(4, 6)) || !finished {
+				t.Fatalf("follow from 3 = %v (finished %v), want 4..6 finished", seqs, finished)
+			}
+			if n := c.n.Load(); n != 0 {
+				t.Fatalf("rows a wrote took %d driver reads, want 0", n)
+			}
+			if seqs, finished := e.followAll(a, "s1", 1, 500); !slices.Equal(seqs, span(2, 6)) || !finished {
+				t.Fatalf("follow from 1 = %v (finished %v), want 2..6 finished", seqs, finished)
+			}
+			if n := c.n.Load(); n != 1 {
+				t.Fatalf("rows b wrote took %d driver reads, want 1", n)
+			}
+		}},
+		{"Tail/AnotherInstanceContinuesTheStream", func(t *testing.T, e *env) {
+			a, _ := e.tailed("a")
+			b, _ := e.tailed("b")
+			e.stream(a, "s1", "")
+			wa, err := a.NewLogWriter(e.ctx, "s1", nil, quiet)
+			must(t, "NewLogWriter a", err)
+			structural(t, e, wa, 3)
+			must(t, "Close a", wa.Close(e.ctx))
+			// b takes over (as after a lease expiry) and appends; a's tail knows nothing of it.
+			wb, err := b.NewLogWriter(e.ctx, "s1", nil, quiet)
+			must(t, "NewLogWriter b", err)
+			structural(t, e, wb, 3)
+			must(t, "Close b", wb.Close(e.ctx))
+			if seqs, finished := e.followAll(a, "s1", 0, 2); !slices.Equal(seqs, span(1, 6)) || finished {
+				t.Fatalf("a follows %v (finished %v), want 1..6 unfinished", seqs, finished)
+			}
+			// a appends row 7 directly, then b row 8: each time a's tail no longer
+			// continues and restarts at a's next row.
+			must(t, "AppendEvents a", a.AppendEvents(e.ctx, "s1", nil, rows(7)...))
+			for after := range int64(7) {
+				if seqs, finished := e.followAll(a, "s1", after, 2); !slices.Equal(seqs, span(after+1, 7)) || finished {
+					t.Fatalf("a follows from %d: %v (finished %v), want %d..7 unfinished", after, seqs, finished, after+1)
+				}
+			}
+			wb, err = b.NewLogWriter(e.ctx, "s1", nil, quiet)
+			must(t, "NewLogWriter b again", err)
+			structural(t, e, wb, 1)
+			must(t, "Close b again", wb.Close(e.ctx))
+			wa, err = a.NewLogWriter(e.ctx, "s1", nil, quiet)
+			must(t, "NewLogWriter a again", err)
+			structural(t, e, wa, 2)
+			must(t, "Close a again", wa.Close(e.ctx))
+			must(t, "FinishStream", a.FinishStream(e.ctx, "s1"))
+			for _, j := range []*journal.Journal{a, b} {
+				for after := range int64(11) {
+					if seqs, finished := e.followAll(j, "s1", after, 2); !slices.Equal(seqs, span(after+1, 10)) || !finished {
+						t.Fatalf("%s follows from %d: %v (finished %v), want %d..10 finished", j.Owner(), after, seqs, finished, after+1)
+					}
+				}
+			}
+		}},
+		{"Tail/LostLeaseRowsAreNotServed", func(t *testing.T, e *env) {
+			a, _ := e.tailed("a")
+			b := e.journal("b")
+			r := e.begin(a)
+			e.stream(a, "s1", r.ID)
+			wa, err := a.NewLogWriter(e.ctx, "s1", r, quiet)
+			must(t, "NewLogWriter a", err)
+			structural(t, e, wa, 2)
+			e.clock.Advance(leaseTTL + time.Second)
+			rb, err := b.Claim(e.ctx, r.ID)
+			must(t, "Claim b", err)
+			write(t, e, wa, `{"type":"STEP_STARTED","stepName":"late"}`)
+			if err := wa.Flush(e.ctx); !errors.Is(err, journal.ErrLeaseLost) {
+				t.Fatalf("a's commit after losing the lease: err = %v, want ErrLeaseLost", err)
+			}
+			wb, err := b.NewLogWriter(e.ctx, "s1", rb, quiet)
+			must(t, "NewLogWriter b", err)
+			structural(t, e, wb, 2)
+			must(t, "Close b", wb.Close(e.ctx))
+			// Rows 3 and 4 are b's; a's refused row 3 must not appear.
+			if seqs, _ := e.followAll(a, "s1", 0, 500); !slices.Equal(seqs, span(1, 4)) {
+				t.Fatalf("a follows %v, want 1..4", seqs)
+			}
+		}},
+		{"Tail/ExpiresAfterTTLBelowRetention", func(t *testing.T, e *env) {
+			// TailTTL asks for an hour; the retention window caps it at 30s.
+			j, c := e.tailed("a", func(o *journal.Options) { o.TailTTL = time.Hour; o.FinishedRetention = time.Minute })
+			e.stream(j, "s1", "")
+			w, err := j.NewLogWriter(e.ctx, "s1", nil, quiet)
+			must(t, "NewLogWriter", err)
+			structural(t, e, w, 3)
+			must(t, "Close", w.Close(e.ctx))
+			must(t, "FinishStream", j.FinishStream(e.ctx, "s1"))
+			c.n.Store(0)
+			e.followAll(j, "s1", 0, 500)
+			if n := c.n.Load(); n != 0 {
+				t.Fatalf("fresh tail: %d driver reads, want 0", n)
+			}
+			e.clock.Advance(30 * time.Second)
+			if seqs, finished := e.followAll(j, "s1", 0, 500); !slices.Equal(seqs, span(1, 3)) || !finished {
+				t.Fatalf("follow = %v (finished %v)", seqs, finished)
+			}
+			if n := c.n.Load(); n != 1 {
+				t.Fatalf("expired tail: %d driver reads, want 1", n)
+			}
+		}},
+		{"Tail/OldUnfinishedStreamsReadTheDatabase", func(t *testing.T, e *env) {
+			// Retention closes unfinished streams an hour old; past half of that the
+			// tail stops answering, however recently the stream was written.
+			j, c := e.tailed("a", func(o *journal.Options) { o.UnfinishedMaxAge = time.Hour })
+			e.stream(j, "s1", "")
+			w, err := j.NewLogWriter(e.ctx, "s1", nil, quiet)
+			must(t, "NewLogWriter", err)
+			structural(t, e, w, 2)
+			e.clock.Advance(20 * time.Minute)
+			structural(t, e, w, 1)
+			c.n.Store(0)
+			e.followAll(j, "s1", 0, 2)
+			if n := c.n.Load(); n != 1 {
+				t.Fatalf("a 20-minute-old stream: %d driver reads, want 1 (past the tail's end)", n)
+			}
+			e.clock.Advance(11 * time.Minute)
+			structural(t, e, w, 1)
+			c.n.Store(0)
+			if seqs, _ := e.followAll(j, "s1", 0, 2); !slices.Equal(seqs, span(1, 4)) {
+				t.Fatalf("follow = %v, want 1..4", seqs)
+			}
+			if n := c.n.Load(); n != 3 {
+				t.Fatalf("a 31-minute-old stream: %d driver reads, want every read (3)", n)
+			}
+		}},
+		{"Tail/BudgetDropsOldestRows", func(t *testing.T, e *env) {
+			// About 180 bytes a row and a stream may hold an eighth of 4 KiB: a few rows.
+			j, c := e.tailed("a", func(o *journal.Options) { o.TailBytes = 4096 })
+			e.stream(j, "s1", "")
+			w, err := j.NewLogWriter(e.ctx, "s1", nil, quiet)
+			must(t, "NewLogWriter", err)
+			for range 10 {
+				structural(t, e, w, 3)
+			}
+			must(t, "Close", w.Close(e.ctx))
+			must(t, "FinishStream", j.FinishStream(e.ctx, "s1"))
+			c.n.Store(0)
+			if seqs, finished := e.followAll(j, "s1", 29, 500); !slices.Equal(seqs, []int64{30}) || !finished {
+				t.Fatalf("follow from 29 = %v (finished %v)", seqs, finished)
+			}
+			if n := c.n.Load(); n != 0 {
+				t.Fatalf("the newest row took %d driver reads, want 0", n)
+			}
+			if seqs, finished := e.followAll(j, "s1", 0, 7); !slices.Equal(seqs, span(1, 30)) || !finished {
+				t.Fatalf("follow from 0 = %v (finished %v)", seqs, finished)
+			}
+			if c.n.Load() == 0 {
+				t.Fatal("rows beyond the budget were served without the database")
+			}
+		}},
+	}
+}

@@ -1,0 +1,202 @@
+package journal
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// Tail defaults; see [Options.TailBytes] and [Options.TailTTL].
+const (
+	defaultTailBytes = 16 << 20
+	defaultTailTTL   = time.Minute
+)
+
+// tails keeps, for the streams this instance writes, the rows it committed, so a follower
+// on this instance reads them without a database round trip. A tail only ever holds rows
+// already committed by the driver, contiguous by seq, and the stream record they belong
+// to; anything it cannot answer exactly goes to the driver:
+//
+//   - a read starting before the tail's first row (an earlier execution's rows, or rows
+//     trimmed to the budget);
+//   - a read past the tail's last row of a stream not finished here: another instance may
+//     have taken the run over and appended since, or nothing is committed yet.
+//
+// Finished streams are immutable until retention deletes them, and a tail lives at most
+// ttl after its last append or finish, which [New] keeps below half the retention windows,
+// so it never serves a stream another instance's retention pass has removed.
+type tails struct {
+	max    int           // byte budget; 0 disables
+	ttl    time.Duration // lifetime after the last append or finish
+	maxAge time.Duration // [Options.UnfinishedMaxAge]
+
+	mu    sync.Mutex
+	size  int
+	m     map[string]*tail
+	swept time.Time
+}
+
+type tail struct {
+	st      Stream
+	next    int64      // the seq after the last committed one
+	rows    []EventRow // contiguous, ending at next-1
+	size    int
+	touched time.Time
+}
+
+func newTails(max int, ttl, maxAge time.Duration) *tails {
+	return &tails{max: max, ttl: ttl, maxAge: maxAge, m: map[string]*tail{}}
+}
+
+// rowSize is what a row costs the budget: its bytes and its slot.
+func rowSize(r EventRow) int { return len(r.Event) + 32 }
+
+// open starts (or restarts) the tail of a stream a writer continues after seq last.
+func (ts *tails) open(st Stream, last int64, now time.Time) {
+	if ts.max <= 0 {
+		return
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.sweep(now)
+	if t := ts.m[st.ID]; t != nil && t.next == last+1 {
+		t.touched = now
+		return
+	}
+	ts.dropLocked(st.ID)
+	ts.m[st.ID] = &tail{st: st, next: last + 1, touched: now}
+}
+
+// add records rows the driver committed to a stream. Rows that do not continue the tail
+// restart it at their first seq.
+func (ts *tails) add(id string, rows []EventRow, now time.Time) {
+	if ts.max <= 0 || len(rows) == 0 {
+		return
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t := ts.m[id]
+	if t == nil {
+		return
+	}
+	if rows[0].Seq != t.next {
+		ts.size -= t.size
+		t.rows, t.size = nil, 0
+	}
+	n := sizeOf(rows)
+	t.rows = append(t.rows, rows...)
+	t.size += n
+	ts.size += n
+	t.next = rows[len(rows)-1].Seq + 1
+	t.touched = now
+	ts.trim(t)
+	ts.sweep(now)
+}
+
+func sizeOf(rows []EventRow) int {
+	n := 0
+	for _, r := range rows {
+		n += rowSize(r)
+	}
+	return n
+}
+
+// finish marks a stream finished here: its tail is then complete up to its last row.
+func (ts *tails) finish(id string, at time.Time) {
+	if ts.max <= 0 {
+		return
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if t := ts.m[id]; t != nil && t.st.FinishedAt == nil {
+		t.st.FinishedAt = &at
+		t.touched = at
+	}
+}
+
+// drop forgets a stream (retention closed or deleted it).
+func (ts *tails) drop(id string) {
+	if ts.max <= 0 {
+		return
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.dropLocked(id)
+}
+
+func (ts *tails) dropLocked(id string) {
+	if t := ts.m[id]; t != nil {
+		ts.size -= t.size
+		delete(ts.m, id)
+	}
+}
+
+// read answers a driver ReadStream from the tail when it can answer exactly; ok false
+// sends the caller to the driver.
+func (ts *tails) read(id string, after int64, limit int, now time.Time) (st Stream, rows []EventRow, ok bool) {
+	if ts.max <= 0 {
+		return Stream{}, nil, false
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t := ts.m[id]
+	if t == nil || now.Sub(t.touched) >= ts.ttl {
+		return Stream{}, nil, false
+	}
+	if t.st.FinishedAt == nil && now.Sub(t.st.CreatedAt) >= ts.maxAge/2 {
+		// Retention on any instance may soon close this stream and drop its rows.
+		return Stream{}, nil, false
+	}
+	first := t.next - int64(len(t.rows))
+	switch {
+	case after+1 < first:
+		return Stream{}, nil, false
+	case after+1 >= t.next:
+		// Nothing here after after: an end only when the stream finished here.
+		return t.st, nil, t.st.FinishedAt != nil && after+1 == t.next
+	}
+	i := int(after + 1 - first)
+	j := min(len(t.rows), i+limit)
+	// Capacity capped: a caller's append cannot write into the tail.
+	return t.st, t.rows[i:j:j], true
+}
+
+// trim keeps one tail within an eighth of the budget by dropping its oldest half, then
+// the whole set within the budget: over it, the least recently touched tails go until
+// an eighth of the budget is free, so one sort serves many appends.
+func (ts *tails) trim(t *tail) {
+	if t.size > ts.max/8 {
+		cut := len(t.rows) / 2
+		n := sizeOf(t.rows[:cut])
+		t.rows = append([]EventRow(nil), t.rows[cut:]...)
+		t.size -= n
+		ts.size -= n
+	}
+	if ts.size <= ts.max {
+		return
+	}
+	ids := make([]string, 0, len(ts.m))
+	for id := range ts.m {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int { return ts.m[a].touched.Compare(ts.m[b].touched) })
+	for _, id := range ids {
+		if ts.size <= ts.max-ts.max/8 {
+			break
+		}
+		ts.dropLocked(id)
+	}
+}
+
+// sweep drops expired tails, at most once per half ttl.
+func (ts *tails) sweep(now time.Time) {
+	if now.Sub(ts.swept) < ts.ttl/2 {
+		return
+	}
+	ts.swept = now
+	for id, t := range ts.m {
+		if now.Sub(t.touched) >= ts.ttl {
+			ts.dropLocked(id)
+		}
+	}
+}
