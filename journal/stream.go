@@ -26,11 +26,20 @@ func (j *Journal) GetStream(ctx context.Context, id string) (Stream, error) {
 // FinishStream marks the stream ended and wakes its followers.
 func (j *Journal) FinishStream(ctx context.Context, id string) error {
 	now := j.now()
-	err := j.d.FinishStream(ctx, id, now)
-	if err == nil {
-		j.tails.finish(id, now)
+	if err := j.d.FinishStream(ctx, id, now); err != nil {
+		return err
 	}
-	return err
+	if j.tails.has(id) {
+		// The driver does not say whether this call finished the stream or found it
+		// finished by another instance, perhaps after rows this tail lacks: the tail is
+		// trusted to be complete only if it ends at the stored last row.
+		last, err := j.d.LastSeq(ctx, id)
+		if err != nil {
+			last = -1
+		}
+		j.tails.finish(id, last, now)
+	}
+	return nil
 }
 
 // AppendEvents stores rows that continue the stream gap-free. When the stream belongs to

@@ -101,14 +101,31 @@ func sizeOf(rows []EventRow) int {
 	return n
 }
 
-// finish marks a stream finished here: its tail is then complete up to its last row.
-func (ts *tails) finish(id string, at time.Time) {
+// has reports whether a stream has a tail.
+func (ts *tails) has(id string) bool {
+	if ts.max <= 0 {
+		return false
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.m[id] != nil
+}
+
+// finish records that a stream is finished and that its last stored row is last. A tail
+// ending there is complete; one that does not (another instance appended and finished,
+// and this call found the stream already finished) is dropped.
+func (ts *tails) finish(id string, last int64, at time.Time) {
 	if ts.max <= 0 {
 		return
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	if t := ts.m[id]; t != nil && t.st.FinishedAt == nil {
+	t := ts.m[id]
+	switch {
+	case t == nil:
+	case t.next != last+1:
+		ts.dropLocked(id)
+	case t.st.FinishedAt == nil:
 		t.st.FinishedAt = &at
 		t.touched = at
 	}

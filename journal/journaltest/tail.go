@@ -190,6 +190,39 @@ func tailCases() []testCase {
 				}
 			}
 		}},
+		{"Tail/FinishedElsewhereAfterRowsThisTailLacks", func(t *testing.T, e *env) {
+			a, c := e.tailed("a")
+			b := e.journal("b")
+			e.stream(a, "s1", "")
+			wa, err := a.NewLogWriter(e.ctx, "s1", nil, quiet)
+			must(t, "NewLogWriter a", err)
+			structural(t, e, wa, 3)
+			must(t, "Close a", wa.Close(e.ctx))
+			wb, err := b.NewLogWriter(e.ctx, "s1", nil, quiet)
+			must(t, "NewLogWriter b", err)
+			structural(t, e, wb, 2)
+			must(t, "Close b", wb.Close(e.ctx))
+			must(t, "FinishStream b", b.FinishStream(e.ctx, "s1"))
+			// a finishes too: the driver finds the stream finished and says nothing more.
+			must(t, "FinishStream a", a.FinishStream(e.ctx, "s1"))
+			if seqs, finished := e.followAll(a, "s1", 0, 2); !slices.Equal(seqs, span(1, 5)) || !finished {
+				t.Fatalf("a follows %v (finished %v), want 1..5 finished", seqs, finished)
+			}
+			// When a's tail does end at the last row, a's finish makes it complete.
+			e.stream(a, "s2", "")
+			wa, err = a.NewLogWriter(e.ctx, "s2", nil, quiet)
+			must(t, "NewLogWriter a s2", err)
+			structural(t, e, wa, 3)
+			must(t, "Close a s2", wa.Close(e.ctx))
+			must(t, "FinishStream a s2", a.FinishStream(e.ctx, "s2"))
+			c.n.Store(0)
+			if seqs, finished := e.followAll(a, "s2", 0, 2); !slices.Equal(seqs, span(1, 3)) || !finished {
+				t.Fatalf("a follows s2 %v (finished %v), want 1..3 finished", seqs, finished)
+			}
+			if n := c.n.Load(); n != 0 {
+				t.Fatalf("s2 took %d driver reads, want 0", n)
+			}
+		}},
 		{"Tail/LostLeaseRowsAreNotServed", func(t *testing.T, e *env) {
 			a, _ := e.tailed("a")
 			b := e.journal("b")
