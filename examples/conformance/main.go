@@ -165,6 +165,7 @@ func openDB(e *env) (*bun.DB, error) {
 			return nil, err
 		}
 		sqldb.SetMaxOpenConns(4) // one writer at a time anyway; see journal/drivers/sqlite
+		sqldb.SetMaxIdleConns(4) // keep them: a new connection re-reads the schema
 		return bun.NewDB(sqldb, sqlitedialect.New()), nil
 	case strings.HasPrefix(j, "postgres://"), strings.HasPrefix(j, "postgresql://"):
 		pool, err := pgxpool.New(context.Background(), j)

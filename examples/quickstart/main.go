@@ -94,6 +94,7 @@ func newApp(dbPath string, logger *slog.Logger) (*engine.App, func(), error) {
 		return nil, nil, err
 	}
 	sqldb.SetMaxOpenConns(4) // one writer at a time anyway; see journal/drivers/sqlite
+	sqldb.SetMaxIdleConns(4) // keep them: a new connection re-reads the schema
 	db := bun.NewDB(sqldb, sqlitedialect.New())
 	driver, err := sqlite.New(db, sqlite.Options{})
 	if err != nil {

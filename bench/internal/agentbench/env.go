@@ -231,6 +231,7 @@ func (e *Env) openDriver(ctx context.Context, opts Options) (journal.Driver, err
 			return nil, err
 		}
 		sqldb.SetMaxOpenConns(4) // as journal/drivers/sqlite advises
+		sqldb.SetMaxIdleConns(4)
 		db := bun.NewDB(sqldb, sqlitedialect.New())
 		e.cleanup = append(e.cleanup, func() { _ = db.Close() })
 		return sqlite.New(db, sqlite.Options{})
