@@ -204,10 +204,7 @@ func (r *AgentRun) openLog(ctx context.Context, j *journal.Journal, em *emitter)
 	if r.durable != nil {
 		st.RunID = r.durable.ID
 	}
-	if err := j.CreateStream(ctx, st); err != nil && !errors.Is(err, journal.ErrConflict) {
-		return nil, err
-	}
-	w, err := j.NewLogWriter(ctx, r.id, r.durable, journal.LogOptions{})
+	w, err := j.CreateLog(ctx, st, r.durable, journal.LogOptions{})
 	if err != nil {
 		return nil, err
 	}

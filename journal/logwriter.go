@@ -94,18 +94,50 @@ type LogStats struct {
 // instance's execution of it; every commit is fenced by its lease, so close the writer
 // before [Run.Suspend], [Run.Complete] or [Run.Fail] release that lease.
 func (j *Journal) NewLogWriter(ctx context.Context, streamID string, run *Run, opts LogOptions) (*LogWriter, error) {
-	opts.defaults()
 	s, err := j.d.GetStream(ctx, streamID)
 	if err != nil {
 		return nil, err
 	}
-	if s.RunID != "" && (run == nil || run.ID != s.RunID) {
-		return nil, fmt.Errorf("journal: stream %s belongs to run %s: writer needs that run's lease", streamID, s.RunID)
+	if err := writerMayOpen(s, run); err != nil {
+		return nil, err
 	}
 	last, err := j.d.LastSeq(ctx, streamID)
 	if err != nil {
 		return nil, err
 	}
+	return j.openLogWriter(ctx, s, run, last, opts)
+}
+
+// CreateLog creates a stream and opens a writer on it: [Journal.CreateStream] then
+// [Journal.NewLogWriter], except that a stream this call created is known to be empty,
+// so the writer opens without reading it back. A stream that already exists (a resumed
+// run's) is continued.
+func (j *Journal) CreateLog(ctx context.Context, s Stream, run *Run, opts LogOptions) (*LogWriter, error) {
+	if err := writerMayOpen(s, run); err != nil {
+		return nil, err
+	}
+	s, err := j.createStream(ctx, s)
+	if errors.Is(err, ErrConflict) {
+		return j.NewLogWriter(ctx, s.ID, run, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return j.openLogWriter(ctx, s, run, 0, opts)
+}
+
+// writerMayOpen refuses a writer on a durable run's stream without that run's lease.
+func writerMayOpen(s Stream, run *Run) error {
+	if s.RunID != "" && (run == nil || run.ID != s.RunID) {
+		return fmt.Errorf("journal: stream %s belongs to run %s: writer needs that run's lease", s.ID, s.RunID)
+	}
+	return nil
+}
+
+// openLogWriter opens a writer on stream s, whose last stored seq is last.
+func (j *Journal) openLogWriter(ctx context.Context, s Stream, run *Run, last int64, opts LogOptions) (*LogWriter, error) {
+	opts.defaults()
+	streamID := s.ID
 	w := &LogWriter{j: j, streamID: streamID, run: run, opts: opts, ctx: context.WithoutCancel(ctx),
 		seq: last, lastCommit: time.Now()}
 	j.tails.open(s, last, j.now())

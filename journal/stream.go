@@ -8,14 +8,20 @@ import (
 // CreateStream stores the record of an agent event stream. CreatedAt defaults to now.
 // The follow route reads PrincipalID and Tenant for access checks.
 func (j *Journal) CreateStream(ctx context.Context, s Stream) error {
+	_, err := j.createStream(ctx, s)
+	return err
+}
+
+// createStream is [Journal.CreateStream], returning the record as stored.
+func (j *Journal) createStream(ctx context.Context, s Stream) (Stream, error) {
 	if s.ID == "" {
-		return errors.New("journal: stream needs an id")
+		return s, errors.New("journal: stream needs an id")
 	}
 	if s.CreatedAt.IsZero() {
 		s.CreatedAt = j.now()
 	}
 	s.FinishedAt = nil
-	return j.d.CreateStream(ctx, s)
+	return s, j.d.CreateStream(ctx, s)
 }
 
 // GetStream loads a stream record; FinishedAt non-nil means the stream ended.

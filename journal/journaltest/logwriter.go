@@ -129,6 +129,35 @@ func logWriterCases() []testCase {
 				t.Fatalf("Write stored %v\nWriteDelta stored %v", ga, gb)
 			}
 		}},
+		{"LogWriter/CreateLogStartsOrContinues", func(t *testing.T, e *env) {
+			j := e.journal("a")
+			w, err := j.CreateLog(e.ctx, journal.Stream{ID: "s1", Flow: "f", PrincipalID: "u1", Tenant: "t1"}, nil, quiet)
+			must(t, "CreateLog new", err)
+			if seq := write(t, e, w, `{"type":"RUN_STARTED"}`); seq != 1 {
+				t.Fatalf("first seq of a new log = %d, want 1", seq)
+			}
+			write(t, e, w, `{"type":"STEP_STARTED","stepName":"step-1"}`)
+			must(t, "Close", w.Close(e.ctx))
+			st, err := j.GetStream(e.ctx, "s1")
+			must(t, "GetStream", err)
+			if st.CreatedAt.IsZero() || st.Tenant != "t1" || st.PrincipalID != "u1" {
+				t.Fatalf("stored stream = %+v", st)
+			}
+			// The same id again continues the stored log (a resumed run's).
+			w, err = j.CreateLog(e.ctx, journal.Stream{ID: "s1", Flow: "f"}, nil, quiet)
+			must(t, "CreateLog existing", err)
+			if seq := write(t, e, w, `{"type":"RUN_STARTED"}`); seq != 3 {
+				t.Fatalf("first seq after two stored rows = %d, want 3", seq)
+			}
+			must(t, "Close", w.Close(e.ctx))
+			// A durable run's stream needs that run: refused before anything is stored.
+			if _, err := j.CreateLog(e.ctx, journal.Stream{ID: "s2", RunID: "r-other"}, nil, quiet); err == nil {
+				t.Fatal("CreateLog of a run's stream without the run succeeded")
+			}
+			if _, err := j.GetStream(e.ctx, "s2"); !errors.Is(err, journal.ErrNotFound) {
+				t.Fatalf("refused CreateLog left a stream: err = %v", err)
+			}
+		}},
 		{"LogWriter/CommitsAreBatchedUntilFlush", func(t *testing.T, e *env) {
 			j := e.journal("a")
 			e.stream(j, "s1", "")
