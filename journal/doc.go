@@ -46,7 +46,8 @@
 //
 // # The event log
 //
-// An agent stream is recorded under its own id ([Journal.CreateStream]). A [LogWriter]
+// An agent stream is recorded under its own id ([Journal.CreateLog] creates it and opens
+// its writer; [Journal.NewLogWriter] continues an existing one). A [LogWriter]
 // turns live AG-UI events into rows: structural events one row each (Write returns the
 // seq for the SSE id: field), text and tool-argument deltas coalesced (about every 100 ms
 // or 1 KiB), commits batched to at most ten a second, a cap of 5,000 rows marked by one
