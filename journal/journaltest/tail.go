@@ -43,6 +43,16 @@ func structural(t *testing.T, e *env, w *journal.LogWriter, n int) {
 	must(t, "Flush", w.Flush(e.ctx))
 }
 
+// logRows opens a writer on stream id through j (for run, or unfenced when nil), writes
+// n structural rows, and closes it.
+func (e *env) logRows(j *journal.Journal, id string, run *journal.Run, n int) {
+	e.t.Helper()
+	w, err := j.NewLogWriter(e.ctx, id, run, quiet)
+	must(e.t, "NewLogWriter "+j.Owner(), err)
+	structural(e.t, e, w, n)
+	must(e.t, "Close "+j.Owner(), w.Close(e.ctx))
+}
+
 // followAll reads a stream through j as the follow route does, in batches of limit, from
 // after until it is finished and drained or nothing more is stored. It fails the case on
 // a gap or a duplicate, and checks every row against the driver's own copy.
@@ -125,15 +135,9 @@ func tailCases() []testCase {
 		{"Tail/EarlierRowsComeFromTheDatabase", func(t *testing.T, e *env) {
 			b := e.journal("b")
 			e.stream(b, "s1", "")
-			wb, err := b.NewLogWriter(e.ctx, "s1", nil, quiet)
-			must(t, "NewLogWriter b", err)
-			structural(t, e, wb, 3)
-			must(t, "Close b", wb.Close(e.ctx))
+			e.logRows(b, "s1", nil, 3)
 			a, c := e.tailed("a")
-			wa, err := a.NewLogWriter(e.ctx, "s1", nil, quiet)
-			must(t, "NewLogWriter a", err)
-			structural(t, e, wa, 3)
-			must(t, "Close a", wa.Close(e.ctx))
+			e.logRows(a, "s1", nil, 3)
 			must(t, "FinishStream", a.FinishStream(e.ctx, "s1"))
 			c.n.Store(0)
 			if seqs, finished := e.followAll(a, "s1", 3, 500); !slices.Equal(seqs, span(4, 6)) || !finished {
@@ -153,15 +157,9 @@ func tailCases() []testCase {
 			a, _ := e.tailed("a")
 			b, _ := e.tailed("b")
 			e.stream(a, "s1", "")
-			wa, err := a.NewLogWriter(e.ctx, "s1", nil, quiet)
-			must(t, "NewLogWriter a", err)
-			structural(t, e, wa, 3)
-			must(t, "Close a", wa.Close(e.ctx))
+			e.logRows(a, "s1", nil, 3)
 			// b takes over (as after a lease expiry) and appends; a's tail knows nothing of it.
-			wb, err := b.NewLogWriter(e.ctx, "s1", nil, quiet)
-			must(t, "NewLogWriter b", err)
-			structural(t, e, wb, 3)
-			must(t, "Close b", wb.Close(e.ctx))
+			e.logRows(b, "s1", nil, 3)
 			if seqs, finished := e.followAll(a, "s1", 0, 2); !slices.Equal(seqs, span(1, 6)) || finished {
 				t.Fatalf("a follows %v (finished %v), want 1..6 unfinished", seqs, finished)
 			}
@@ -173,14 +171,8 @@ func tailCases() []testCase {
 					t.Fatalf("a follows from %d: %v (finished %v), want %d..7 unfinished", after, seqs, finished, after+1)
 				}
 			}
-			wb, err = b.NewLogWriter(e.ctx, "s1", nil, quiet)
-			must(t, "NewLogWriter b again", err)
-			structural(t, e, wb, 1)
-			must(t, "Close b again", wb.Close(e.ctx))
-			wa, err = a.NewLogWriter(e.ctx, "s1", nil, quiet)
-			must(t, "NewLogWriter a again", err)
-			structural(t, e, wa, 2)
-			must(t, "Close a again", wa.Close(e.ctx))
+			e.logRows(b, "s1", nil, 1)
+			e.logRows(a, "s1", nil, 2)
 			must(t, "FinishStream", a.FinishStream(e.ctx, "s1"))
 			for _, j := range []*journal.Journal{a, b} {
 				for after := range int64(11) {
@@ -194,14 +186,8 @@ func tailCases() []testCase {
 			a, c := e.tailed("a")
 			b := e.journal("b")
 			e.stream(a, "s1", "")
-			wa, err := a.NewLogWriter(e.ctx, "s1", nil, quiet)
-			must(t, "NewLogWriter a", err)
-			structural(t, e, wa, 3)
-			must(t, "Close a", wa.Close(e.ctx))
-			wb, err := b.NewLogWriter(e.ctx, "s1", nil, quiet)
-			must(t, "NewLogWriter b", err)
-			structural(t, e, wb, 2)
-			must(t, "Close b", wb.Close(e.ctx))
+			e.logRows(a, "s1", nil, 3)
+			e.logRows(b, "s1", nil, 2)
 			must(t, "FinishStream b", b.FinishStream(e.ctx, "s1"))
 			// a finishes too: the driver finds the stream finished and says nothing more.
 			must(t, "FinishStream a", a.FinishStream(e.ctx, "s1"))
@@ -210,10 +196,7 @@ func tailCases() []testCase {
 			}
 			// When a's tail does end at the last row, a's finish makes it complete.
 			e.stream(a, "s2", "")
-			wa, err = a.NewLogWriter(e.ctx, "s2", nil, quiet)
-			must(t, "NewLogWriter a s2", err)
-			structural(t, e, wa, 3)
-			must(t, "Close a s2", wa.Close(e.ctx))
+			e.logRows(a, "s2", nil, 3)
 			must(t, "FinishStream a s2", a.FinishStream(e.ctx, "s2"))
 			c.n.Store(0)
 			if seqs, finished := e.followAll(a, "s2", 0, 2); !slices.Equal(seqs, span(1, 3)) || !finished {
@@ -238,10 +221,7 @@ func tailCases() []testCase {
 			if err := wa.Flush(e.ctx); !errors.Is(err, journal.ErrLeaseLost) {
 				t.Fatalf("a's commit after losing the lease: err = %v, want ErrLeaseLost", err)
 			}
-			wb, err := b.NewLogWriter(e.ctx, "s1", rb, quiet)
-			must(t, "NewLogWriter b", err)
-			structural(t, e, wb, 2)
-			must(t, "Close b", wb.Close(e.ctx))
+			e.logRows(b, "s1", rb, 2)
 			// Rows 3 and 4 are b's; a's refused row 3 must not appear.
 			if seqs, _ := e.followAll(a, "s1", 0, 500); !slices.Equal(seqs, span(1, 4)) {
 				t.Fatalf("a follows %v, want 1..4", seqs)
@@ -251,10 +231,7 @@ func tailCases() []testCase {
 			// TailTTL asks for an hour; the retention window caps it at 30s.
 			j, c := e.tailed("a", func(o *journal.Options) { o.TailTTL = time.Hour; o.FinishedRetention = time.Minute })
 			e.stream(j, "s1", "")
-			w, err := j.NewLogWriter(e.ctx, "s1", nil, quiet)
-			must(t, "NewLogWriter", err)
-			structural(t, e, w, 3)
-			must(t, "Close", w.Close(e.ctx))
+			e.logRows(j, "s1", nil, 3)
 			must(t, "FinishStream", j.FinishStream(e.ctx, "s1"))
 			c.n.Store(0)
 			e.followAll(j, "s1", 0, 500)
