@@ -20,7 +20,11 @@ const (
 //   - a read starting before the tail's first row (an earlier execution's rows, or rows
 //     trimmed to the budget);
 //   - a read past the tail's last row of a stream not finished here: another instance may
-//     have taken the run over and appended since, or nothing is committed yet.
+//     have taken the run over and appended since, or nothing is committed yet;
+//   - a stream unfinished for half of UnfinishedMaxAge, which retention may close soon.
+//
+// A finish only completes a tail that ends at the stored last row ([Journal.FinishStream]
+// checks): the stream may have been finished elsewhere after rows this tail lacks.
 //
 // Finished streams are immutable until retention deletes them, and a tail lives at most
 // ttl after its last append or finish, which [New] keeps below half the retention windows,
