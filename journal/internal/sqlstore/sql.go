@@ -68,6 +68,15 @@ func (s *Store) prepared(ctx context.Context, q string) *sql.Stmt {
 }
 
 func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if s.wq != nil {
+		var res sql.Result
+		err := s.wq.do(ctx, func(ctx context.Context, tx *txq) error {
+			var err error
+			res, err = tx.ExecContext(ctx, q, args...)
+			return err
+		})
+		return res, err
+	}
 	if st := s.prepared(ctx, q); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
@@ -93,27 +102,59 @@ func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
 	return s.db.DB.QueryRowContext(ctx, s.rebind(q), args...)
 }
 
-// txq is a transaction that rebinds like the store.
+// txq is a transaction that rebinds like the store and, where the dialect prepares,
+// runs the store's prepared statements on the transaction's connection.
 type txq struct {
 	s  *Store
 	tx *sql.Tx
 }
 
+// stmt returns q's prepared statement bound to the transaction, or nil. It never
+// prepares on the pool from inside a transaction: with every connection taken (one, on
+// an in-memory SQLite) that would wait forever. A statement not prepared yet is
+// prepared in the background for the next call, and this one parses it.
+func (t *txq) stmt(ctx context.Context, q string) *sql.Stmt {
+	if !t.s.dia.Prepare {
+		return nil
+	}
+	if v, ok := t.s.stmts.Load(q); ok {
+		return t.tx.StmtContext(ctx, v.(*sql.Stmt))
+	}
+	if _, busy := t.s.preparing.LoadOrStore(q, true); !busy {
+		go t.s.prepared(context.Background(), q)
+	}
+	return nil
+}
+
 func (t *txq) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if st := t.stmt(ctx, q); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
 	return t.tx.ExecContext(ctx, t.s.rebind(q), args...)
 }
 
 func (t *txq) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st := t.stmt(ctx, q); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
 	return t.tx.QueryContext(ctx, t.s.rebind(q), args...)
 }
 
 func (t *txq) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	if st := t.stmt(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
 	return t.tx.QueryRowContext(ctx, t.s.rebind(q), args...)
 }
 
-// tx runs fn in a transaction, committing when it returns nil. On SQLite the DSN's
-// _txlock=immediate makes BEGIN take the write lock up front, so claims never fail busy.
+// tx runs fn in a transaction, committing when it returns nil. On a one-writer database
+// it goes through the write queue and may share its transaction with other writes
+// (under a savepoint of its own). On SQLite the DSN's _txlock=immediate makes BEGIN take
+// the write lock up front, so claims never fail busy.
 func (s *Store) tx(ctx context.Context, fn func(ctx context.Context, tx *txq) error) error {
+	if s.wq != nil {
+		return s.wq.do(ctx, fn)
+	}
 	tx, err := s.db.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return err

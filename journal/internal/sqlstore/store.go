@@ -36,6 +36,10 @@ type Dialect struct {
 	// transactions. It pays where the driver would parse the SQL on every call (SQLite);
 	// pgx already caches prepared statements per connection.
 	Prepare bool
+	// OneWriter marks a database that commits one write transaction at a time (SQLite).
+	// The store then sends every write of the process through one queue and commits the
+	// writes that queue together (see writeQueue).
+	OneWriter bool
 }
 
 // Store implements journal.Driver on a *bun.DB the application owns.
@@ -44,7 +48,9 @@ type Store struct {
 	dia Dialect
 	hub *wake.Hub
 
-	stmts sync.Map // statement text → *sql.Stmt, when Dialect.Prepare
+	stmts     sync.Map    // statement text → *sql.Stmt, when Dialect.Prepare
+	preparing sync.Map    // statement text → true once a transaction asked for it
+	wq        *writeQueue // when Dialect.OneWriter
 
 	runs, steps, parks, leases, streams, events string
 }
@@ -59,9 +65,13 @@ func New(db *bun.DB, prefix string, dia Dialect) (*Store, error) {
 	if !prefixRE.MatchString(prefix) {
 		return nil, fmt.Errorf("journal: table prefix %q must match %s", prefix, prefixRE)
 	}
-	return &Store{db: db, dia: dia, hub: wake.New(),
+	s := &Store{db: db, dia: dia, hub: wake.New(),
 		runs: prefix + "runs", steps: prefix + "steps", parks: prefix + "parks", leases: prefix + "leases",
-		streams: prefix + "streams", events: prefix + "events"}, nil
+		streams: prefix + "streams", events: prefix + "events"}
+	if dia.OneWriter {
+		s.wq = &writeQueue{s: s}
+	}
+	return s, nil
 }
 
 // Tables returns the table names, for tests that drop them.
@@ -97,7 +107,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 			PRIMARY KEY (stream_id, seq))`,
 	}
 	for _, q := range stmts {
-		if _, err := s.exec(ctx, q); err != nil {
+		if _, err := s.db.DB.ExecContext(ctx, q); err != nil {
 			return err
 		}
 	}
@@ -178,10 +188,21 @@ func (s *Store) GetRun(ctx context.Context, id string) (journal.RunRecord, error
 // ClaimRun implements journal.Driver with one conditional UPDATE ... RETURNING.
 func (s *Store) ClaimRun(ctx context.Context, id, owner string, now, expires time.Time) (journal.RunRecord, error) {
 	for range 3 {
-		r, err := scanRun(s.queryRow(ctx, `UPDATE `+s.runs+` SET lease_owner = ?, lease_expires = ?, epoch = epoch + 1,
+		const claim = `UPDATE %s SET lease_owner = ?, lease_expires = ?, epoch = epoch + 1,
 			status = 'running', updated_at = ? WHERE id = ? AND status IN ('running', 'parked')
-			AND (lease_owner = '' OR lease_owner = ? OR lease_expires <= ?) RETURNING `+runCols,
-			owner, ns(expires), ns(now), id, owner, ns(now)))
+			AND (lease_owner = '' OR lease_owner = ? OR lease_expires <= ?) RETURNING %s`
+		q, args := fmt.Sprintf(claim, s.runs, runCols), []any{owner, ns(expires), ns(now), id, owner, ns(now)}
+		var r journal.RunRecord
+		var err error
+		if s.wq != nil {
+			err = s.wq.do(ctx, func(ctx context.Context, tx *txq) error {
+				var werr error
+				r, werr = scanRun(tx.QueryRowContext(ctx, q, args...))
+				return werr
+			})
+		} else {
+			r, err = scanRun(s.queryRow(ctx, q, args...))
+		}
 		if !errors.Is(err, journal.ErrNotFound) {
 			return r, err
 		}

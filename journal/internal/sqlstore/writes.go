@@ -1,0 +1,142 @@
+package sqlstore
+
+import (
+	"context"
+	"sync"
+)
+
+// writeQueue is group commit for a database with one writer at a time (SQLite). Every
+// write of the process queues here; one caller at a time leads: it takes every write
+// that is waiting, runs them in one transaction, each under a savepoint of its own so
+// that one write's failure undoes only that write, commits once, and hands the lead to
+// the first write that queued meanwhile. Concurrent writers then share one BEGIN, one
+// COMMIT and one write of each changed page to the WAL, and none of them waits in
+// SQLite's busy handler, which sleeps in whole milliseconds.
+//
+// A write's own transaction semantics are kept: its statements run in order, see the
+// writes before it in the batch, and it returns only after the batch commits. A write
+// whose context ends while it queues is not run. A write that has started runs to its
+// end without its context's cancellation: SQLite rolls back the whole transaction when
+// a statement in it is interrupted, which would undo the batch's other writes.
+type writeQueue struct {
+	s *Store
+
+	mu      sync.Mutex
+	waiting []*write
+	leading bool
+}
+
+type write struct {
+	ctx context.Context
+	fn  func(ctx context.Context, tx *txq) error
+	err error
+	// done receives false when the write ran and err is its result, or true when it is
+	// to lead the next batch.
+	done chan bool
+}
+
+// maxBatch bounds the writes of one transaction, so a lead ends.
+const maxBatch = 128
+
+// do runs fn as one write and returns its result once it is committed or undone.
+func (q *writeQueue) do(ctx context.Context, fn func(ctx context.Context, tx *txq) error) error {
+	w := &write{ctx: ctx, fn: fn, done: make(chan bool, 1)}
+	q.mu.Lock()
+	q.waiting = append(q.waiting, w)
+	lead := !q.leading
+	q.leading = true
+	q.mu.Unlock()
+	if !lead && !<-w.done {
+		return w.err
+	}
+	for {
+		q.mu.Lock()
+		n := min(len(q.waiting), maxBatch)
+		batch := q.waiting[:n:n]
+		q.waiting = q.waiting[n:]
+		q.mu.Unlock()
+		q.run(batch)
+		mine := false
+		for _, b := range batch {
+			if b == w {
+				mine = true
+			} else {
+				b.done <- false
+			}
+		}
+		q.mu.Lock()
+		if len(q.waiting) == 0 {
+			q.waiting = nil
+			q.leading = false
+			q.mu.Unlock()
+			return w.err
+		}
+		if mine {
+			next := q.waiting[0]
+			q.mu.Unlock()
+			next.done <- true
+			return w.err
+		}
+		// More than maxBatch were waiting and w was not among the first: lead again.
+		q.mu.Unlock()
+	}
+}
+
+// run executes batch in one transaction and sets every write's err.
+func (q *writeQueue) run(batch []*write) {
+	ctx := context.Background()
+	fail := func(err error) {
+		for _, w := range batch {
+			if w.err == nil {
+				w.err = err
+			}
+		}
+	}
+	tx, err := q.s.db.DB.BeginTx(ctx, nil)
+	if err != nil {
+		fail(err)
+		return
+	}
+	t := &txq{s: q.s, tx: tx}
+	if len(batch) == 1 {
+		// No savepoint needed: the transaction is the write's own.
+		w := batch[0]
+		if w.err = w.ctx.Err(); w.err == nil {
+			w.err = w.fn(context.WithoutCancel(w.ctx), t)
+		}
+		if w.err != nil {
+			_ = tx.Rollback()
+			return
+		}
+		w.err = tx.Commit()
+		return
+	}
+	for _, w := range batch {
+		if w.err = w.ctx.Err(); w.err != nil {
+			continue
+		}
+		if _, err := t.ExecContext(ctx, `SAVEPOINT engine_write`); err != nil {
+			_ = tx.Rollback()
+			fail(err)
+			return
+		}
+		w.err = w.fn(context.WithoutCancel(w.ctx), t)
+		if w.err != nil {
+			// A failed statement may have rolled the whole transaction back (SQLITE_FULL,
+			// SQLITE_IOERR...); the savepoint is then gone and so is every write before.
+			if _, err := t.ExecContext(ctx, `ROLLBACK TO engine_write`); err != nil {
+				_ = tx.Rollback()
+				fail(err)
+				return
+			}
+		}
+		if _, err := t.ExecContext(ctx, `RELEASE engine_write`); err != nil {
+			_ = tx.Rollback()
+			fail(err)
+			return
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		fail(err)
+	}
+}

@@ -1,0 +1,205 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	_ "modernc.org/sqlite"
+)
+
+// newQueued opens a SQLite store with the write queue and a table t(k TEXT PRIMARY KEY).
+func newQueued(t *testing.T) *Store {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "q.db")
+	sqldb, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqldb.SetMaxOpenConns(2)
+	db := bun.NewDB(sqldb, sqlitedialect.New())
+	t.Cleanup(func() { _ = db.Close() })
+	s, err := New(db, "q_", Dialect{Prepare: true, OneWriter: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.DB.ExecContext(t.Context(), `CREATE TABLE t (k TEXT PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func insert(k string) func(ctx context.Context, tx *txq) error {
+	return func(ctx context.Context, tx *txq) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO t (k) VALUES (?)`, k)
+		return err
+	}
+}
+
+func stored(t *testing.T, s *Store, k string) bool {
+	t.Helper()
+	var n int
+	if err := s.db.DB.QueryRowContext(t.Context(), `SELECT COUNT(*) FROM t WHERE k = ?`, k).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+// queueBehind holds the queue's lead with a write that waits for release, and returns
+// once it is running: writes made before release then run together, in one batch.
+func queueBehind(t *testing.T, s *Store) (release func() error) {
+	t.Helper()
+	running, proceed, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- s.tx(t.Context(), func(ctx context.Context, tx *txq) error {
+			close(running)
+			<-proceed
+			return insert("lead")(ctx, tx)
+		})
+	}()
+	<-running
+	return func() error { close(proceed); return <-done }
+}
+
+type pending struct {
+	ctx context.Context
+	fn  func(context.Context, *txq) error
+}
+
+// enqueue starts the writes in order, each waiting in the queue before the next starts,
+// and returns a function that waits for their results.
+func enqueue(s *Store, ws ...pending) (results func() []error) {
+	errs := make([]error, len(ws))
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		wg.Go(func() { errs[i] = s.tx(w.ctx, w.fn) })
+		for waiting := 0; waiting != i+1; runtime.Gosched() {
+			s.wq.mu.Lock()
+			waiting = len(s.wq.waiting)
+			s.wq.mu.Unlock()
+		}
+	}
+	return func() []error { wg.Wait(); return errs }
+}
+
+func TestWriteQueueFailureUndoesOnlyThatWrite(t *testing.T) {
+	s := newQueued(t)
+	ctx := t.Context()
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	boom := errors.New("boom")
+
+	release := queueBehind(t, s)
+	results := enqueue(s,
+		pending{ctx, insert("a")},
+		pending{ctx, func(ctx context.Context, tx *txq) error {
+			if err := insert("b")(ctx, tx); err != nil {
+				return err
+			}
+			return boom // b is undone with it
+		}},
+		pending{ctx, insert("a")},       // a primary-key violation: only this write fails
+		pending{cancelled, insert("d")}, // its context ended while it queued: not run
+		pending{ctx, insert("e")},
+	)
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	errs := results()
+	if errs[0] != nil || errs[4] != nil {
+		t.Errorf("the good writes failed: %v, %v", errs[0], errs[4])
+	}
+	if !errors.Is(errs[1], boom) {
+		t.Errorf("the failing write got %v, want its own error", errs[1])
+	}
+	if errs[2] == nil {
+		t.Error("the duplicate key was accepted")
+	}
+	if !errors.Is(errs[3], context.Canceled) {
+		t.Errorf("the cancelled write got %v, want context.Canceled", errs[3])
+	}
+	for k, want := range map[string]bool{"lead": true, "a": true, "b": false, "d": false, "e": true} {
+		if got := stored(t, s, k); got != want {
+			t.Errorf("row %q stored: %v, want %v", k, got, want)
+		}
+	}
+}
+
+// A statement error can roll back SQLite's whole transaction (SQLITE_FULL, SQLITE_IOERR);
+// every write of the batch must then report failure, including those that ran before.
+func TestWriteQueueWholeTransactionLost(t *testing.T) {
+	s := newQueued(t)
+	ctx := t.Context()
+	release := queueBehind(t, s)
+	results := enqueue(s,
+		pending{ctx, insert("a")},
+		pending{ctx, func(ctx context.Context, tx *txq) error {
+			_, err := tx.tx.ExecContext(ctx, `ROLLBACK`) // what SQLite does on SQLITE_FULL
+			if err != nil {
+				return err
+			}
+			return errors.New("disk full")
+		}},
+		pending{ctx, insert("c")},
+	)
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range results() {
+		if err == nil {
+			t.Errorf("write %d reported success in a transaction that was rolled back", i)
+		}
+	}
+	for _, k := range []string{"a", "c"} {
+		if stored(t, s, k) {
+			t.Errorf("row %q stored", k)
+		}
+	}
+	// The queue goes on.
+	if err := s.tx(ctx, insert("after")); err != nil || !stored(t, s, "after") {
+		t.Fatalf("write after the lost batch: %v", err)
+	}
+}
+
+// Many writers, some failing: what each write reports is what is stored.
+func TestWriteQueueReportsWhatIsStored(t *testing.T) {
+	s := newQueued(t)
+	const writers, each = 8, 40
+	errs := make([][]error, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		errs[w] = make([]error, each)
+		wg.Go(func() {
+			for i := range each {
+				k := fmt.Sprintf("%d-%d", w, i)
+				if i%5 == 4 {
+					errs[w][i] = s.tx(t.Context(), func(ctx context.Context, tx *txq) error {
+						_ = insert(k)(ctx, tx)
+						return errors.New("refused")
+					})
+					continue
+				}
+				_, errs[w][i] = s.exec(t.Context(), `INSERT INTO t (k) VALUES (?)`, k)
+			}
+		})
+	}
+	wg.Wait()
+	for w := range writers {
+		for i := range each {
+			k := fmt.Sprintf("%d-%d", w, i)
+			if got, want := stored(t, s, k), errs[w][i] == nil; got != want {
+				t.Errorf("row %s: stored %v, reported %v", k, got, errs[w][i])
+			}
+			if (i%5 == 4) == (errs[w][i] == nil) {
+				t.Errorf("row %s: reported %v", k, errs[w][i])
+			}
+		}
+	}
+}
