@@ -89,7 +89,9 @@ func (s *Store) AppendEvents(ctx context.Context, streamID string, f *journal.Fe
 	}
 	err := s.tx(ctx, func(ctx context.Context, tx *txq) error {
 		var runID string
-		err := tx.QueryRowContext(ctx, `SELECT run_id FROM `+s.streams+` WHERE id = ?`, streamID).Scan(&runID)
+		var last int64
+		err := tx.QueryRowContext(ctx, `SELECT run_id, COALESCE((SELECT MAX(seq) FROM `+s.events+` WHERE stream_id = ?), 0)
+			FROM `+s.streams+` WHERE id = ?`, streamID, streamID).Scan(&runID, &last)
 		if errors.Is(err, sql.ErrNoRows) {
 			return journal.ErrNotFound
 		}
@@ -97,16 +99,14 @@ func (s *Store) AppendEvents(ctx context.Context, streamID string, f *journal.Fe
 			return err
 		}
 		if runID != "" {
+			// The last seq was read before the run row is held. That is safe: a new owner
+			// bumps the epoch before appending, so the check below fails.
 			if f == nil || f.RunID != runID {
 				return journal.ErrLeaseLost
 			}
 			if err := s.checkFence(ctx, tx, *f); err != nil {
 				return err
 			}
-		}
-		var last int64
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM `+s.events+` WHERE stream_id = ?`, streamID).Scan(&last); err != nil {
-			return err
 		}
 		for i, r := range rows {
 			want := last + int64(i) + 1
