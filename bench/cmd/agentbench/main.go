@@ -24,10 +24,10 @@ import (
 )
 
 type config struct {
-	n, m, rounds, idle int
-	pace               time.Duration
-	driver, cpuProfile string
-	noTail             bool
+	n, m, rounds, idle              int
+	pace                            time.Duration
+	driver, cpuProfile, heapProfile string
+	noTail                          bool
 }
 
 func main() {
@@ -40,10 +40,14 @@ func main() {
 	flag.IntVar(&c.idle, "idle", 500, "idle streams held open per target for the memory figure (0 skips it)")
 	flag.BoolVar(&c.noTail, "no-tail", false, "turn off the journal's in-process follow tail (as on an instance that did not run the runs)")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured rounds to this file")
+	flag.StringVar(&c.heapProfile, "heapprofile", "", "write a heap profile per target while its idle streams are open, to this prefix + -<target>.pprof")
 	flag.Parse()
 	if c.n <= 0 || c.m <= 0 || c.rounds <= 0 || c.idle < 0 || c.pace < 0 {
 		fmt.Fprintln(os.Stderr, "agentbench: -n, -m and -rounds must be positive; -idle and -pace must not be negative")
 		os.Exit(2)
+	}
+	if c.heapProfile != "" {
+		runtime.MemProfileRate = 512 // every stream's few KiB, not a sample of them; slows the run
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -65,6 +69,9 @@ func run(ctx context.Context, c config, out, progress io.Writer) error {
 		return err
 	}
 	defer e.Close()
+	if c.heapProfile != "" {
+		e.WhileIdle = func(t agentbench.Target) { writeHeapProfile(fmt.Sprintf("%s-%s.pprof", c.heapProfile, t), progress) }
+	}
 	status("warming up")
 	if _, err := e.Round(ctx, c.n, 0); err != nil {
 		return err
@@ -123,6 +130,21 @@ func startCPUProfile(path string) (func(), error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// writeHeapProfile writes the live heap, after a GC, to path; a failure is reported, not fatal.
+func writeHeapProfile(path string, progress io.Writer) {
+	runtime.GC()
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.WriteHeapProfile(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(progress, "\nagentbench: heap profile: %v\n", err)
+	}
 }
 
 func printTable(out io.Writer, c config, e *agentbench.Env, sum []agentbench.Summary, idle map[agentbench.Target]agentbench.Idle) error {
