@@ -20,8 +20,9 @@ const (
 	// CapDurable means data survives a restart of the process.
 	CapDurable
 	// CapBlockingIO means calls block on I/O through deep call stacks (database/sql):
-	// the journal runs them on short-lived goroutines, so a long-lived caller (an agent
-	// stream idling between tokens) does not keep a grown stack.
+	// the journal runs them on a few worker goroutines (or, when all are busy, on a
+	// goroutine of their own), so a long-lived caller (an agent stream idling between
+	// tokens) does not keep a grown stack.
 	CapBlockingIO
 )
 

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,8 +105,8 @@ func TestStartRunsRecoveryUntilClose(t *testing.T) {
 }
 
 // TestBlockingIODriversRunOffTheCallersStack checks that the journal wraps a driver that
-// declares CapBlockingIO, so its calls run on short-lived goroutines, and leaves others
-// as they are.
+// declares CapBlockingIO, so its calls run on the journal's workers, and leaves others as
+// they are.
 func TestBlockingIODriversRunOffTheCallersStack(t *testing.T) {
 	t.Parallel()
 	blocking := &capDriver{Driver: memory.New(), caps: journal.CapDurable | journal.CapBlockingIO}
@@ -133,17 +134,58 @@ func TestBlockingIODriversRunOffTheCallersStack(t *testing.T) {
 	}
 }
 
+// Blocking calls never wait for each other in the journal: with more calls in flight
+// than there are workers, each still runs at once. Here every call blocks until all of
+// them have started, which would hang if any queued behind another.
+func TestBlockingIOCallsNeverQueue(t *testing.T) {
+	t.Parallel()
+	const calls = 64 // more than the journal keeps workers
+	var started sync.WaitGroup
+	started.Add(calls)
+	blocking := &capDriver{Driver: memory.New(), caps: journal.CapBlockingIO, block: func() {
+		started.Done()
+		started.Wait()
+	}}
+	j, err := journal.New(blocking, journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, calls)
+	for range calls {
+		go func() {
+			_, err := j.Driver().GetRun(context.Background(), "missing")
+			errs <- err
+		}()
+	}
+	timeout := time.After(10 * time.Second)
+	for range calls {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, journal.ErrNotFound) {
+				t.Fatalf("GetRun: %v", err)
+			}
+		case <-timeout:
+			t.Fatal("blocking driver calls waited for each other")
+		}
+	}
+}
+
 // capDriver overrides a driver's capabilities and records which goroutine GetRun ran on.
 type capDriver struct {
 	journal.Driver
 	caps          journal.Capability
 	lastGoroutine uint64
+	block         func() // when set, GetRun calls it first
 }
 
 func (c *capDriver) Capabilities() journal.Capability { return c.caps }
 
 func (c *capDriver) GetRun(ctx context.Context, id string) (journal.RunRecord, error) {
-	c.lastGoroutine = goroutineID()
+	if c.block != nil {
+		c.block()
+	} else {
+		c.lastGoroutine = goroutineID()
+	}
 	return c.Driver.GetRun(ctx, id)
 }
 
