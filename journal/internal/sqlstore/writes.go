@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -102,7 +103,7 @@ func (q *writeQueue) run(batch []*write) {
 		// No savepoint needed: the transaction is the write's own.
 		w := batch[0]
 		if w.err = w.ctx.Err(); w.err == nil {
-			w.err = w.fn(context.WithoutCancel(w.ctx), t)
+			w.err = w.call(t)
 		}
 		if w.err != nil {
 			_ = tx.Rollback()
@@ -120,7 +121,7 @@ func (q *writeQueue) run(batch []*write) {
 			fail(err)
 			return
 		}
-		w.err = w.fn(context.WithoutCancel(w.ctx), t)
+		w.err = w.call(t)
 		if w.err != nil {
 			// A failed statement may have rolled the whole transaction back (SQLITE_FULL,
 			// SQLITE_IOERR...); the savepoint is then gone and so is every write before.
@@ -139,4 +140,15 @@ func (q *writeQueue) run(batch []*write) {
 	if err := tx.Commit(); err != nil {
 		fail(err)
 	}
+}
+
+// call runs the write's fn; a panic becomes its error, so the lead and the transaction
+// are never left behind with every later write waiting on them.
+func (w *write) call(t *txq) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("journal: write panicked: %v", p)
+		}
+	}()
+	return w.fn(context.WithoutCancel(w.ctx), t)
 }

@@ -132,6 +132,41 @@ func TestWriteQueueFailureUndoesOnlyThatWrite(t *testing.T) {
 	}
 }
 
+// A write that panics fails alone, and the queue goes on.
+func TestWriteQueuePanicFailsOnlyThatWrite(t *testing.T) {
+	s := newQueued(t)
+	ctx := t.Context()
+	release := queueBehind(t, s)
+	results := enqueue(s,
+		pending{ctx, insert("a")},
+		pending{ctx, func(ctx context.Context, tx *txq) error {
+			if err := insert("b")(ctx, tx); err != nil {
+				return err
+			}
+			panic("bug")
+		}},
+		pending{ctx, insert("c")},
+	)
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	errs := results()
+	if errs[0] != nil || errs[2] != nil || errs[1] == nil {
+		t.Fatalf("results %v, want only the panicking write to fail", errs)
+	}
+	for k, want := range map[string]bool{"a": true, "b": false, "c": true} {
+		if got := stored(t, s, k); got != want {
+			t.Errorf("row %q stored: %v, want %v", k, got, want)
+		}
+	}
+	if err := s.tx(ctx, func(ctx context.Context, tx *txq) error { panic("alone") }); err == nil {
+		t.Fatal("a lone panicking write reported success")
+	}
+	if err := s.tx(ctx, insert("after")); err != nil || !stored(t, s, "after") {
+		t.Fatalf("write after the panics: %v", err)
+	}
+}
+
 // A statement error can roll back SQLite's whole transaction (SQLITE_FULL, SQLITE_IOERR);
 // every write of the batch must then report failure, including those that ran before.
 func TestWriteQueueWholeTransactionLost(t *testing.T) {
