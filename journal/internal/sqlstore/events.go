@@ -117,13 +117,28 @@ func (s *Store) AppendEvents(ctx context.Context, streamID string, f *journal.Fe
 				return journal.ErrSeqGap
 			}
 		}
+		if s.dia.Prepare {
+			// Where statements are parsed locally and run without a round trip (SQLite),
+			// one prepared single-row INSERT per row is cheapest.
+			for _, r := range rows {
+				res, err := tx.ExecContext(ctx, `INSERT INTO `+s.events+` (stream_id, seq, event) VALUES (?,?,?)
+					ON CONFLICT (stream_id, seq) DO NOTHING`, streamID, r.Seq, string(r.Event))
+				if err != nil {
+					return err
+				}
+				if n, _ := res.RowsAffected(); n != 1 {
+					return journal.ErrSeqExists
+				}
+			}
+			return nil
+		}
 		for start := 0; start < len(rows); start += appendChunk {
 			chunk := rows[start:min(start+appendChunk, len(rows))]
 			args := make([]any, 0, 3*len(chunk))
 			for _, r := range chunk {
 				args = append(args, streamID, r.Seq, string(r.Event))
 			}
-			res, err := tx.ExecContext(ctx, `INSERT INTO `+s.events+` (stream_id, seq, event) VALUES `+placeholders(len(chunk), 3)+
+			res, err := tx.execText(ctx, `INSERT INTO `+s.events+` (stream_id, seq, event) VALUES `+placeholders(len(chunk), 3)+
 				` ON CONFLICT (stream_id, seq) DO NOTHING`, args...)
 			if err != nil {
 				return err
@@ -258,10 +273,10 @@ func (s *Store) DeleteFinishedStreams(ctx context.Context, before time.Time, lim
 		for i, id := range ids {
 			args[i] = id
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM `+s.events+` WHERE stream_id IN `+in, args...); err != nil {
+		if _, err := tx.execText(ctx, `DELETE FROM `+s.events+` WHERE stream_id IN `+in, args...); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM `+s.streams+` WHERE id IN `+in, args...); err != nil {
+		if _, err := tx.execText(ctx, `DELETE FROM `+s.streams+` WHERE id IN `+in, args...); err != nil {
 			return err
 		}
 		n = len(ids)

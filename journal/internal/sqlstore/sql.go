@@ -133,6 +133,13 @@ func (t *txq) ExecContext(ctx context.Context, q string, args ...any) (sql.Resul
 	return t.tx.ExecContext(ctx, t.s.rebind(q), args...)
 }
 
+// execText runs q as text, never prepared: for statements whose text changes with the
+// number of values (IN lists, multi-row VALUES), which would each be prepared and kept
+// on every connection.
+func (t *txq) execText(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(ctx, t.s.rebind(q), args...)
+}
+
 func (t *txq) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	if st := t.stmt(ctx, q); st != nil {
 		return st.QueryContext(ctx, args...)

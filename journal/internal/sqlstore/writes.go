@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -16,9 +17,10 @@ import (
 //
 // A write's own transaction semantics are kept: its statements run in order, see the
 // writes before it in the batch, and it returns only after the batch commits. A write
-// whose context ends while it queues is not run. A write that has started runs to its
-// end without its context's cancellation: SQLite rolls back the whole transaction when
-// a statement in it is interrupted, which would undo the batch's other writes.
+// whose context ends while it queues is not run, and its caller returns at once. A write
+// that has started runs to its end without its context's cancellation: SQLite rolls back
+// the whole transaction when a statement in it is interrupted, which would undo the
+// batch's other writes.
 type writeQueue struct {
 	s *Store
 
@@ -34,12 +36,16 @@ type write struct {
 	// done receives false when the write ran and err is its result, or true when it is
 	// to lead the next batch.
 	done chan bool
+	// handed is set, under the queue's lock, when the write is given the lead: it may
+	// then no longer leave the queue.
+	handed bool
 }
 
-// maxBatch bounds the writes of one transaction, so a lead ends.
+// maxBatch bounds the writes of one transaction, and so how long the last of them waits.
 const maxBatch = 128
 
-// do runs fn as one write and returns its result once it is committed or undone.
+// do runs fn as one write and returns its result once it is committed or undone. A
+// caller whose context ends while its write still queues leaves the queue at once.
 func (q *writeQueue) do(ctx context.Context, fn func(ctx context.Context, tx *txq) error) error {
 	w := &write{ctx: ctx, fn: fn, done: make(chan bool, 1)}
 	q.mu.Lock()
@@ -47,40 +53,55 @@ func (q *writeQueue) do(ctx context.Context, fn func(ctx context.Context, tx *tx
 	lead := !q.leading
 	q.leading = true
 	q.mu.Unlock()
-	if !lead && !<-w.done {
+	if !lead {
+		select {
+		case lead = <-w.done:
+		case <-ctx.Done():
+			if q.abandon(w) {
+				return ctx.Err()
+			}
+			lead = <-w.done
+		}
+		if !lead {
+			return w.err
+		}
+	}
+	// The lead goes to the first write waiting, so w is waiting[0]: the batch is w and
+	// the writes queued behind it.
+	q.mu.Lock()
+	n := min(len(q.waiting), maxBatch)
+	batch := q.waiting[:n:n]
+	q.waiting = q.waiting[n:]
+	q.mu.Unlock()
+	q.run(batch)
+	for _, b := range batch[1:] {
+		b.done <- false
+	}
+	q.mu.Lock()
+	if len(q.waiting) == 0 {
+		q.waiting = nil
+		q.leading = false
+		q.mu.Unlock()
 		return w.err
 	}
-	for {
-		q.mu.Lock()
-		n := min(len(q.waiting), maxBatch)
-		batch := q.waiting[:n:n]
-		q.waiting = q.waiting[n:]
-		q.mu.Unlock()
-		q.run(batch)
-		mine := false
-		for _, b := range batch {
-			if b == w {
-				mine = true
-			} else {
-				b.done <- false
-			}
-		}
-		q.mu.Lock()
-		if len(q.waiting) == 0 {
-			q.waiting = nil
-			q.leading = false
-			q.mu.Unlock()
-			return w.err
-		}
-		if mine {
-			next := q.waiting[0]
-			q.mu.Unlock()
-			next.done <- true
-			return w.err
-		}
-		// More than maxBatch were waiting and w was not among the first: lead again.
-		q.mu.Unlock()
+	next := q.waiting[0]
+	next.handed = true
+	q.mu.Unlock()
+	next.done <- true
+	return w.err
+}
+
+// abandon takes w out of the queue, unless a batch has taken it or it was handed the
+// lead; it reports whether it did.
+func (q *writeQueue) abandon(w *write) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	i := slices.Index(q.waiting, w)
+	if w.handed || i < 0 {
+		return false
 	}
+	q.waiting = slices.Delete(q.waiting, i, i+1)
+	return true
 }
 
 // run executes batch in one transaction and sets every write's err.
@@ -127,7 +148,7 @@ func (q *writeQueue) run(batch []*write) {
 			// SQLITE_IOERR...); the savepoint is then gone and so is every write before.
 			if _, err := t.ExecContext(ctx, `ROLLBACK TO engine_write`); err != nil {
 				_ = tx.Rollback()
-				fail(err)
+				fail(fmt.Errorf("journal: the write transaction was lost with another write's failure (%v): %w", w.err, err))
 				return
 			}
 		}

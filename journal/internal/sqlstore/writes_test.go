@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
@@ -78,12 +79,23 @@ type pending struct {
 func enqueue(s *Store, ws ...pending) (results func() []error) {
 	errs := make([]error, len(ws))
 	var wg sync.WaitGroup
+	s.wq.mu.Lock()
+	already := len(s.wq.waiting)
+	s.wq.mu.Unlock()
 	for i, w := range ws {
+		if w.ctx.Err() != nil {
+			// Behind a held lead, a write whose context has ended leaves the queue at once.
+			errs[i] = s.tx(w.ctx, w.fn)
+			continue
+		}
 		wg.Go(func() { errs[i] = s.tx(w.ctx, w.fn) })
-		for waiting := 0; waiting != i+1; runtime.Gosched() {
+		for already++; ; runtime.Gosched() {
 			s.wq.mu.Lock()
-			waiting = len(s.wq.waiting)
+			waiting := len(s.wq.waiting)
 			s.wq.mu.Unlock()
+			if waiting == already {
+				break
+			}
 		}
 	}
 	return func() []error { wg.Wait(); return errs }
@@ -129,6 +141,41 @@ func TestWriteQueueFailureUndoesOnlyThatWrite(t *testing.T) {
 		if got := stored(t, s, k); got != want {
 			t.Errorf("row %q stored: %v, want %v", k, got, want)
 		}
+	}
+}
+
+// A caller whose context ends while its write queues returns at once, without waiting
+// for the batch ahead of it, and its write never runs; the queue goes on without it.
+func TestWriteQueueCancelledWhileQueued(t *testing.T) {
+	s := newQueued(t)
+	ctx := t.Context()
+	release := queueBehind(t, s)
+	short, cancel := context.WithCancel(ctx)
+	gone := make(chan error, 1)
+	go func() { gone <- s.tx(short, insert("gone")) }()
+	for waiting := 0; waiting != 1; runtime.Gosched() {
+		s.wq.mu.Lock()
+		waiting = len(s.wq.waiting)
+		s.wq.mu.Unlock()
+	}
+	results := enqueue(s, pending{ctx, insert("a")}) // queued behind the cancelled write
+	cancel()
+	select {
+	case err := <-gone:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled write: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a cancelled write waited for the batch ahead of it")
+	}
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	if errs := results(); errs[0] != nil {
+		t.Fatalf("the write behind the cancelled one: %v", errs[0])
+	}
+	if stored(t, s, "gone") || !stored(t, s, "a") {
+		t.Fatal("want only the write that was not cancelled stored")
 	}
 }
 
