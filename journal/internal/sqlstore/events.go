@@ -120,9 +120,16 @@ func (s *Store) AppendEvents(ctx context.Context, streamID string, f *journal.Fe
 		if s.dia.Prepare {
 			// Where statements are parsed locally and run without a round trip (SQLite),
 			// one prepared single-row INSERT per row is cheapest.
+			insert := `INSERT INTO ` + s.events + ` (stream_id, seq, event) VALUES (?,?,?) ON CONFLICT (stream_id, seq) DO NOTHING`
+			st := tx.stmt(ctx, insert) // bound to the transaction once, not per row
 			for _, r := range rows {
-				res, err := tx.ExecContext(ctx, `INSERT INTO `+s.events+` (stream_id, seq, event) VALUES (?,?,?)
-					ON CONFLICT (stream_id, seq) DO NOTHING`, streamID, r.Seq, string(r.Event))
+				var res sql.Result
+				var err error
+				if st != nil {
+					res, err = st.ExecContext(ctx, streamID, r.Seq, string(r.Event))
+				} else {
+					res, err = tx.ExecContext(ctx, insert, streamID, r.Seq, string(r.Event))
+				}
 				if err != nil {
 					return err
 				}
