@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,12 +108,15 @@ func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
 type txq struct {
 	s  *Store
 	tx *sql.Tx
+	// missed lists the statements that ran unprepared, for the write queue's leader to
+	// prepare once the transaction has ended.
+	missed []string
 }
 
 // stmt returns q's prepared statement bound to the transaction, or nil. It never
 // prepares on the pool from inside a transaction: with every connection taken (one, on
-// an in-memory SQLite) that would wait forever. A statement not prepared yet is
-// prepared in the background for the next call, and this one parses it.
+// an in-memory SQLite) that would wait forever. A statement not prepared yet is parsed
+// this once and noted in missed.
 func (t *txq) stmt(ctx context.Context, q string) *sql.Stmt {
 	if !t.s.dia.Prepare {
 		return nil
@@ -120,10 +124,18 @@ func (t *txq) stmt(ctx context.Context, q string) *sql.Stmt {
 	if v, ok := t.s.stmts.Load(q); ok {
 		return t.tx.StmtContext(ctx, v.(*sql.Stmt))
 	}
-	if _, busy := t.s.preparing.LoadOrStore(q, true); !busy {
-		go t.s.prepared(context.Background(), q)
+	if !slices.Contains(t.missed, q) {
+		t.missed = append(t.missed, q)
 	}
 	return nil
+}
+
+// prepareMissed prepares, on the pool, the statements t ran unprepared. Call it only
+// after t has ended, so the pool has t's connection back.
+func (t *txq) prepareMissed(ctx context.Context) {
+	for _, q := range t.missed {
+		t.s.prepared(ctx, q)
+	}
 }
 
 func (t *txq) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {

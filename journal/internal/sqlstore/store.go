@@ -48,9 +48,8 @@ type Store struct {
 	dia Dialect
 	hub *wake.Hub
 
-	stmts     sync.Map    // statement text → *sql.Stmt, when Dialect.Prepare
-	preparing sync.Map    // statement text → true once a transaction asked for it
-	wq        *writeQueue // when Dialect.OneWriter
+	stmts sync.Map    // statement text → *sql.Stmt, when Dialect.Prepare
+	wq    *writeQueue // when Dialect.OneWriter
 
 	runs, steps, parks, leases, streams, events string
 }

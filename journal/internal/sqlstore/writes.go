@@ -73,9 +73,14 @@ func (q *writeQueue) do(ctx context.Context, fn func(ctx context.Context, tx *tx
 	batch := q.waiting[:n:n]
 	q.waiting = q.waiting[n:]
 	q.mu.Unlock()
-	q.run(batch)
+	t := q.run(batch)
 	for _, b := range batch[1:] {
 		b.done <- false
+	}
+	if t != nil {
+		// The leader prepares what the batch ran unprepared before it returns, so no
+		// work on the database outlives the calls that caused it.
+		t.prepareMissed(context.Background())
 	}
 	q.mu.Lock()
 	if len(q.waiting) == 0 {
@@ -104,8 +109,9 @@ func (q *writeQueue) abandon(w *write) bool {
 	return true
 }
 
-// run executes batch in one transaction and sets every write's err.
-func (q *writeQueue) run(batch []*write) {
+// run executes batch in one transaction and sets every write's err. It returns the
+// ended transaction, nil when none began.
+func (q *writeQueue) run(batch []*write) *txq {
 	ctx := context.Background()
 	fail := func(err error) {
 		for _, w := range batch {
@@ -117,7 +123,7 @@ func (q *writeQueue) run(batch []*write) {
 	tx, err := q.s.db.DB.BeginTx(ctx, nil)
 	if err != nil {
 		fail(err)
-		return
+		return nil
 	}
 	t := &txq{s: q.s, tx: tx}
 	if len(batch) == 1 {
@@ -128,10 +134,10 @@ func (q *writeQueue) run(batch []*write) {
 		}
 		if w.err != nil {
 			_ = tx.Rollback()
-			return
+			return t
 		}
 		w.err = tx.Commit()
-		return
+		return t
 	}
 	for _, w := range batch {
 		if w.err = w.ctx.Err(); w.err != nil {
@@ -140,7 +146,7 @@ func (q *writeQueue) run(batch []*write) {
 		if _, err := t.ExecContext(ctx, `SAVEPOINT engine_write`); err != nil {
 			_ = tx.Rollback()
 			fail(err)
-			return
+			return t
 		}
 		w.err = w.call(t)
 		if w.err != nil {
@@ -149,18 +155,19 @@ func (q *writeQueue) run(batch []*write) {
 			if _, err := t.ExecContext(ctx, `ROLLBACK TO engine_write`); err != nil {
 				_ = tx.Rollback()
 				fail(fmt.Errorf("journal: the write transaction was lost with another write's failure (%v): %w", w.err, err))
-				return
+				return t
 			}
 		}
 		if _, err := t.ExecContext(ctx, `RELEASE engine_write`); err != nil {
 			_ = tx.Rollback()
 			fail(err)
-			return
+			return t
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		fail(err)
 	}
+	return t
 }
 
 // call runs the write's fn; a panic becomes its error, so the lead and the transaction

@@ -285,3 +285,31 @@ func TestWriteQueueReportsWhatIsStored(t *testing.T) {
 		}
 	}
 }
+
+// A statement a transaction ran unprepared is prepared by the time its write returns,
+// on the pool and outside the transaction, even when the pool has a single connection
+// (which the transaction held): the next transaction runs it prepared, and no
+// preparation outlives the call, so closing the database right after finds no work.
+func TestWriteQueuePreparesMissedStatementsBeforeReturning(t *testing.T) {
+	s := newQueued(t)
+	s.db.DB.SetMaxOpenConns(1)
+	const q = `INSERT INTO t (k) VALUES (?)`
+	if err := s.wq.do(t.Context(), insert("a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.stmts.Load(q); !ok {
+		t.Fatal("the statement the write ran unprepared is not prepared after it returned")
+	}
+	err := s.wq.do(t.Context(), func(ctx context.Context, tx *txq) error {
+		if tx.stmt(ctx, q) == nil {
+			return errors.New("the second transaction did not get the prepared statement")
+		}
+		return insert("b")(ctx, tx)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !stored(t, s, "b") {
+		t.Fatal("the prepared insert stored nothing")
+	}
+}
