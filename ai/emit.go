@@ -40,7 +40,13 @@ func emitterFrom(ctx context.Context) *emitter {
 
 // emit encodes ev once and writes it to the log, then to the stream. A log failure is
 // kept and stops further logging: a lost lease means another instance owns the run.
-func (e *emitter) emit(ev agui.Event) {
+func (e *emitter) emit(ev agui.Event) { e.write(ev, false) }
+
+// end emits the run's last event (RUN_FINISHED or RUN_ERROR) and ends the log with it:
+// one journal write stores the event, the rows still queued and the stream's end.
+func (e *emitter) end(ev agui.Event) { e.write(ev, true) }
+
+func (e *emitter) write(ev agui.Event, last bool) {
 	if e == nil || e.muted {
 		return
 	}
@@ -56,6 +62,12 @@ func (e *emitter) emit(ev agui.Event) {
 		switch ev.(type) {
 		case agui.TextMessageContent, agui.ToolCallArgs, agui.Unknown:
 			seq, err = e.log.Write(e.ctx, data)
+		case agui.RunFinished, agui.RunError:
+			if last {
+				seq, err = e.log.WriteEnd(e.ctx, string(ev.Type()), data)
+				break
+			}
+			seq, err = e.log.WriteTyped(e.ctx, string(ev.Type()), data)
 		default:
 			seq, err = e.log.WriteTyped(e.ctx, string(ev.Type()), data)
 		}

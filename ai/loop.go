@@ -365,7 +365,7 @@ func (s *loopState) finish(reason agui.StopReason) {
 	if s.in != nil || s.out != nil {
 		ev.Usage = []agui.Usage{{InputTokens: s.in, OutputTokens: s.out}}
 	}
-	s.em.emit(ev)
+	s.em.end(ev)
 	r.result = RunResult{Text: s.text, Output: s.output, Cost: s.cost, StopReason: string(reason)}
 	if len(ev.Usage) == 1 {
 		r.result.Usage = &ev.Usage[0]
@@ -393,7 +393,7 @@ func (s *loopState) fail(err error) {
 			stop = &stopError{msg: err.Error()}
 		}
 	}
-	s.em.emit(agui.RunError{Message: stop.msg, Code: stop.code})
+	s.em.end(agui.RunError{Message: stop.msg, Code: stop.code})
 	r.err = &RunError{Code: stop.code, Message: stop.msg}
 }
 

@@ -173,11 +173,16 @@ func (r *AgentRun) execute(ctx context.Context, sse *httpx.SSEWriter) {
 		}
 		em.log = w
 		defer func() {
-			if err := w.Close(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, journal.ErrLeaseLost) {
-				r.fx.Logger().Error("ai: closing the run's event log", "run", r.id, "err", err)
+			// The run's last event normally ended the stream already (emitter.end).
+			ctx := context.WithoutCancel(ctx)
+			var err error
+			if r.parked || errors.Is(r.err, journal.ErrLeaseLost) {
+				err = w.Close(ctx) // the stream continues when the run resumes
+			} else {
+				err = w.Finish(ctx)
 			}
-			if !r.parked && !errors.Is(r.err, journal.ErrLeaseLost) {
-				_ = j.FinishStream(context.WithoutCancel(ctx), r.id)
+			if err != nil && !errors.Is(err, journal.ErrLeaseLost) {
+				r.fx.Logger().Error("ai: closing the run's event log", "run", r.id, "err", err)
 			}
 		}()
 	}

@@ -51,7 +51,8 @@
 // turns live AG-UI events into rows: structural events one row each (Write returns the
 // seq for the SSE id: field), text and tool-argument deltas coalesced (about every 100 ms
 // or 1 KiB), commits batched to at most ten a second, a cap of 5,000 rows marked by one
-// engine.events.truncated CUSTOM row. Followers read with [Journal.ReadStream] (the
+// engine.events.truncated CUSTOM row. [LogWriter.WriteEnd] stores a run's last event
+// with the queued rows and ends the stream in one write. Followers read with [Journal.ReadStream] (the
 // stream record and a batch of rows in one consistent read) and wait with
 // [Journal.Subscribe]. Rows of streams finished 24 h ago are deleted; streams left
 // unfinished for 7 days are closed with RUN_ERROR.

@@ -199,8 +199,13 @@ type Driver interface {
 	CreateStream(ctx context.Context, s Stream) error
 	// GetStream loads a stream. ErrNotFound if missing.
 	GetStream(ctx context.Context, id string) (Stream, error)
-	// FinishStream sets FinishedAt (first call wins). ErrNotFound if missing.
-	FinishStream(ctx context.Context, id string, now time.Time) error
+	// FinishStream ends a stream in one atomic write: it stores rows as AppendEvents
+	// does (none is fine), sets FinishedAt (first call wins), and returns the stream's
+	// last stored seq afterwards. With rows, or with f set, the write is fenced as
+	// AppendEvents is (a durable run's stream without its current lease: ErrLeaseLost,
+	// nothing stored); with neither it is not (retention ends abandoned streams so).
+	// ErrNotFound if missing. Subscribers are woken after the commit.
+	FinishStream(ctx context.Context, id string, f *Fence, rows []EventRow, now time.Time) (last int64, err error)
 	// AppendEvents stores rows atomically (all or none). Seqs must continue the stream
 	// gap-free: ErrSeqExists when a seq is already stored, ErrSeqGap when one is skipped.
 	// When the stream belongs to a durable run, f must carry that run's current lease

@@ -72,6 +72,7 @@ type LogWriter struct {
 	timer      *time.Timer
 	err        error
 	closed     bool
+	finished   bool // the writer ended the stream
 	commits    int
 	rows       int
 }
@@ -382,7 +383,8 @@ func (w *LogWriter) Flush(ctx context.Context) error {
 }
 
 // Close flushes and stops the writer. It does not finish the stream: a parked run's
-// stream continues when the run resumes; call [Journal.FinishStream] when the run ends.
+// stream continues when the run resumes; use [LogWriter.Finish] or [LogWriter.WriteEnd]
+// when the run ends.
 func (w *LogWriter) Close(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -391,12 +393,78 @@ func (w *LogWriter) Close(ctx context.Context) error {
 	}
 	w.seal()
 	err := w.commit()
+	w.stop()
+	return err
+}
+
+// WriteEnd writes the stream's last event, RUN_FINISHED or RUN_ERROR, and ends the
+// stream with it as [LogWriter.Finish] does: one write stores the event, every row still
+// queued, and the stream's end. It returns the event's seq; the writer is closed after.
+func (w *LogWriter) WriteEnd(ctx context.Context, typ string, event json.RawMessage) (int64, error) {
+	if typ != "RUN_FINISHED" && typ != "RUN_ERROR" {
+		return 0, fmt.Errorf("journal: WriteEnd: %q does not end a run", typ)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return 0, ErrClosed
+	}
+	if w.err != nil {
+		return 0, w.err
+	}
+	w.seal()
+	seq := w.enqueue(bytes.Clone(event))
+	return seq, w.finish()
+}
+
+// Finish ends the stream: it seals the pending delta row and, in one write, stores every
+// queued row and marks the stream finished (fenced by the run's lease for a durable
+// run), then closes the writer. After a failed commit the stream is still finished,
+// without the rows that could not be stored, so followers do not wait for rows that
+// will never come; the commit's error is returned. Calling it again returns the first
+// call's result.
+func (w *LogWriter) Finish(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		if w.finished || w.err != nil {
+			return w.err
+		}
+		return ErrClosed
+	}
+	w.seal()
+	return w.finish()
+}
+
+// finish stores the queue and ends the stream in one write, and closes the writer.
+func (w *LogWriter) finish() error {
+	rows := w.queue
+	if w.err != nil {
+		rows = nil // their seqs cannot be honoured any more
+	}
+	w.queue = nil
+	w.stop()
+	if err := w.j.finishStream(w.ctx, w.streamID, w.run, rows...); err != nil {
+		if w.err == nil {
+			w.err = fmt.Errorf("journal: log writer for stream %s: %w", w.streamID, err)
+		}
+		return w.err
+	}
+	w.finished = true
+	if len(rows) > 0 {
+		w.commits++
+		w.rows += len(rows)
+	}
+	return w.err
+}
+
+// stop closes the writer and stops its timer.
+func (w *LogWriter) stop() {
 	w.closed = true
 	if w.timer != nil {
 		w.timer.Stop()
 		w.timer = nil
 	}
-	return err
 }
 
 // LastSeq returns the last seq handed out (committed or queued).

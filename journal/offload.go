@@ -164,8 +164,8 @@ func (o offloaded) GetStream(ctx context.Context, id string) (Stream, error) {
 	return off(func() (Stream, error) { return o.d.GetStream(ctx, id) })
 }
 
-func (o offloaded) FinishStream(ctx context.Context, id string, now time.Time) error {
-	return off0(func() error { return o.d.FinishStream(ctx, id, now) })
+func (o offloaded) FinishStream(ctx context.Context, id string, f *Fence, rows []EventRow, now time.Time) (int64, error) {
+	return off(func() (int64, error) { return o.d.FinishStream(ctx, id, f, rows, now) })
 }
 
 func (o offloaded) AppendEvents(ctx context.Context, streamID string, f *Fence, rows []EventRow) error {

@@ -31,20 +31,28 @@ func (j *Journal) GetStream(ctx context.Context, id string) (Stream, error) {
 
 // FinishStream marks the stream ended and wakes its followers.
 func (j *Journal) FinishStream(ctx context.Context, id string) error {
-	now := j.now()
-	if err := j.d.FinishStream(ctx, id, now); err != nil {
+	return j.finishStream(ctx, id, nil)
+}
+
+// finishStream ends a stream in one write, storing rows with it; run, when set, fences
+// the write by its lease as [Journal.AppendEvents] does.
+func (j *Journal) finishStream(ctx context.Context, streamID string, run *Run, rows ...EventRow) error {
+	f, err := fenceOf(run)
+	if err != nil {
 		return err
 	}
-	if j.tails.has(id) {
-		// The driver does not say whether this call finished the stream or found it
-		// finished by another instance, perhaps after rows this tail lacks: the tail is
-		// trusted to be complete only if it ends at the stored last row.
-		last, err := j.d.LastSeq(ctx, id)
-		if err != nil {
-			last = -1
+	now := j.now()
+	last, err := j.d.FinishStream(ctx, streamID, f, rows, now)
+	if err != nil {
+		if errors.Is(err, ErrLeaseLost) && run != nil {
+			run.lose()
 		}
-		j.tails.finish(id, last, now)
+		return err
 	}
+	j.tails.add(streamID, rows, now)
+	// The stream may have been finished by another instance after rows this tail
+	// lacks: the tail is trusted to be complete only if it ends at the stored last row.
+	j.tails.finish(streamID, last, now)
 	return nil
 }
 
@@ -52,15 +60,11 @@ func (j *Journal) FinishStream(ctx context.Context, id string) error {
 // a durable run, run must be this instance's execution of it: the append is fenced by its
 // lease. Most callers use a [LogWriter] instead.
 func (j *Journal) AppendEvents(ctx context.Context, streamID string, run *Run, rows ...EventRow) error {
-	var f *Fence
-	if run != nil {
-		if run.ended() {
-			return ErrLeaseLost
-		}
-		fc := run.Fence()
-		f = &fc
+	f, err := fenceOf(run)
+	if err != nil {
+		return err
 	}
-	err := j.d.AppendEvents(ctx, streamID, f, rows)
+	err = j.d.AppendEvents(ctx, streamID, f, rows)
 	if err == nil {
 		j.tails.add(streamID, rows, j.now())
 	}
@@ -68,6 +72,18 @@ func (j *Journal) AppendEvents(ctx context.Context, streamID string, run *Run, r
 		run.lose()
 	}
 	return err
+}
+
+// fenceOf is the fence of a write made under run's lease; nil for no run.
+func fenceOf(run *Run) (*Fence, error) {
+	if run == nil {
+		return nil, nil
+	}
+	if run.ended() {
+		return nil, ErrLeaseLost
+	}
+	f := run.Fence()
+	return &f, nil
 }
 
 // ReadEvents returns up to limit rows with seq > after (limit <= 0 means 1000).

@@ -105,16 +105,6 @@ func sizeOf(rows []EventRow) int {
 	return n
 }
 
-// has reports whether a stream has a tail.
-func (ts *tails) has(id string) bool {
-	if ts.max <= 0 {
-		return false
-	}
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	return ts.m[id] != nil
-}
-
 // finish records that a stream is finished and that its last stored row is last. A tail
 // ending there is complete; one that does not (another instance appended and finished,
 // and this call found the stream already finished) is dropped.

@@ -74,6 +74,78 @@ func eventCases() []testCase {
 				t.Fatalf("FinishStream unknown err = %v", err)
 			}
 		}},
+		{"Events/FinishStreamStoresItsRowsInTheSameWrite", func(t *testing.T, e *env) {
+			j := e.journal("a")
+			e.stream(j, "s1", "")
+			must(t, "Append", e.d.AppendEvents(e.ctx, "s1", nil, rows(1, 2)))
+			at := e.clock.Now()
+			// A batch that does not continue the stream stores nothing and finishes nothing.
+			for _, c := range []struct {
+				seqs []int64
+				want error
+			}{{[]int64{2, 3}, journal.ErrSeqExists}, {[]int64{4}, journal.ErrSeqGap}} {
+				if _, err := e.d.FinishStream(e.ctx, "s1", nil, rows(c.seqs...), at); !errors.Is(err, c.want) {
+					t.Fatalf("finish with %v err = %v, want %v", c.seqs, err, c.want)
+				}
+				if st, _ := e.d.GetStream(e.ctx, "s1"); st.FinishedAt != nil {
+					t.Fatalf("a failed finish with %v finished the stream", c.seqs)
+				}
+			}
+			last, err := e.d.FinishStream(e.ctx, "s1", nil, rows(3, 4), at)
+			must(t, "FinishStream with rows", err)
+			st, got, err := e.d.ReadStream(e.ctx, "s1", 0, 10)
+			must(t, "ReadStream", err)
+			if last != 4 || len(got) != 4 || got[3].Seq != 4 || !jsonEq(got[3].Event, rows(4)[0].Event) || st.FinishedAt == nil || !st.FinishedAt.Equal(at) {
+				t.Fatalf("finish with rows: last %d, stream %+v, rows %+v", last, st, got)
+			}
+			// Later finishes keep the first time and still report the last seq.
+			last, err = e.d.FinishStream(e.ctx, "s1", nil, nil, at.Add(time.Hour))
+			must(t, "second FinishStream", err)
+			if st, _ = e.d.GetStream(e.ctx, "s1"); last != 4 || !st.FinishedAt.Equal(at) {
+				t.Fatalf("second finish: last %d, finished at %v, want 4 and %v", last, st.FinishedAt, at)
+			}
+			e.stream(j, "empty", "")
+			if last, err = e.d.FinishStream(e.ctx, "empty", nil, nil, at); err != nil || last != 0 {
+				t.Fatalf("finishing an empty stream: last %d, err %v", last, err)
+			}
+			if _, err := e.d.FinishStream(e.ctx, "nope", nil, rows(1), at); !errors.Is(err, journal.ErrNotFound) {
+				t.Fatalf("finish of an unknown stream with rows err = %v", err)
+			}
+		}},
+		{"Events/FinishStreamIsFencedWithRowsOrAFence", func(t *testing.T, e *env) {
+			a, b := e.journal("a"), e.journal("b")
+			r := e.begin(a)
+			e.stream(a, "s1", r.ID)
+			old := r.Fence()
+			must(t, "Append", e.d.AppendEvents(e.ctx, "s1", &old, rows(1)))
+			if _, err := e.d.FinishStream(e.ctx, "s1", nil, rows(2), e.clock.Now()); !errors.Is(err, journal.ErrLeaseLost) {
+				t.Fatalf("rows without a fence on a durable stream err = %v", err)
+			}
+			e.clock.Advance(leaseTTL)
+			r2, err := b.Claim(e.ctx, r.ID)
+			must(t, "Claim", err)
+			for _, c := range []struct {
+				name string
+				rows []journal.EventRow
+			}{{"with rows", rows(2)}, {"without rows", nil}} {
+				if _, err := e.d.FinishStream(e.ctx, "s1", &old, c.rows, e.clock.Now()); !errors.Is(err, journal.ErrLeaseLost) {
+					t.Fatalf("stale fence %s err = %v", c.name, err)
+				}
+				if st, got, _ := e.d.ReadStream(e.ctx, "s1", 0, 10); st.FinishedAt != nil || len(got) != 1 {
+					t.Fatalf("a stale finish %s changed the stream: %+v, %d rows", c.name, st, len(got))
+				}
+			}
+			cur := r2.Fence()
+			last, err := e.d.FinishStream(e.ctx, "s1", &cur, rows(2), e.clock.Now())
+			if err != nil || last != 2 {
+				t.Fatalf("finish under the current lease: last %d, err %v", last, err)
+			}
+			// Without rows or fence the finish is not fenced: retention ends streams so.
+			e.stream(a, "s2", r.ID)
+			if _, err := e.d.FinishStream(e.ctx, "s2", nil, nil, e.clock.Now()); err != nil {
+				t.Fatalf("unfenced finish of a durable stream: %v", err)
+			}
+		}},
 		{"Events/AppendReadLastSeq", func(t *testing.T, e *env) {
 			j := e.journal("a")
 			e.stream(j, "s1", "")

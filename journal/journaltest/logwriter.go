@@ -1,9 +1,11 @@
 package journaltest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -330,6 +332,76 @@ func logWriterCases() []testCase {
 			}
 			must(t, "Close", w2.Close(e.ctx))
 		}},
+		{"LogWriter/WriteEndStoresTheEndAndFinishesInOneWrite", func(t *testing.T, e *env) {
+			cd := &countingDriver{Driver: e.d}
+			j := e.journalOn(cd, "a")
+			r := e.begin(j)
+			w, err := j.CreateLog(e.ctx, journal.Stream{ID: "s1", RunID: r.ID}, r, quiet)
+			must(t, "CreateLog", err)
+			write(t, e, w, `{"type":"RUN_STARTED"}`)
+			write(t, e, w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"hi"}`)
+			if _, err := w.WriteEnd(e.ctx, "STEP_FINISHED", json.RawMessage(`{"type":"STEP_FINISHED"}`)); err == nil {
+				t.Fatal("WriteEnd took an event that does not end a run")
+			}
+			before := cd.writes.Load()
+			seq, err := w.WriteEnd(e.ctx, "RUN_FINISHED", json.RawMessage(`{"type":"RUN_FINISHED"}`))
+			must(t, "WriteEnd", err)
+			if n := cd.writes.Load() - before; n != 1 {
+				t.Fatalf("WriteEnd made %d driver writes, want 1", n)
+			}
+			st, got, err := j.ReadStream(e.ctx, "s1", 0, 10)
+			must(t, "ReadStream", err)
+			if seq != 3 || len(got) != 3 || st.FinishedAt == nil {
+				t.Fatalf("after WriteEnd: seq %d, stream %+v, %d rows", seq, st, len(got))
+			}
+			must(t, "Finish after WriteEnd", w.Finish(e.ctx))
+			if _, err := w.Write(e.ctx, json.RawMessage(`{"type":"RUN_STARTED"}`)); !errors.Is(err, journal.ErrClosed) {
+				t.Fatalf("Write after WriteEnd err = %v", err)
+			}
+		}},
+		{"LogWriter/FinishStoresWhatIsQueuedAndEndsTheStream", func(t *testing.T, e *env) {
+			j := e.journal("a")
+			e.stream(j, "s1", "")
+			w, err := j.NewLogWriter(e.ctx, "s1", nil, quiet)
+			must(t, "NewLogWriter", err)
+			write(t, e, w, `{"type":"RUN_STARTED"}`)
+			write(t, e, w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"hi"}`)
+			must(t, "Finish", w.Finish(e.ctx))
+			must(t, "second Finish", w.Finish(e.ctx))
+			st, got, _ := j.ReadStream(e.ctx, "s1", 0, 10)
+			if len(got) != 2 || st.FinishedAt == nil {
+				t.Fatalf("after Finish: stream %+v, %d rows", st, len(got))
+			}
+			// A writer closed without finishing cannot finish afterwards.
+			e.stream(j, "s2", "")
+			w2, err := j.NewLogWriter(e.ctx, "s2", nil, quiet)
+			must(t, "NewLogWriter", err)
+			must(t, "Close", w2.Close(e.ctx))
+			if err := w2.Finish(e.ctx); !errors.Is(err, journal.ErrClosed) {
+				t.Fatalf("Finish after Close err = %v", err)
+			}
+		}},
+		{"LogWriter/StaleWriterCannotEndAResumedRunsStream", func(t *testing.T, e *env) {
+			a, b := e.journal("a"), e.journal("b")
+			r := e.begin(a)
+			stale, err := a.CreateLog(e.ctx, journal.Stream{ID: "s1", RunID: r.ID}, r, quiet)
+			must(t, "CreateLog", err)
+			write(t, e, stale, `{"type":"RUN_STARTED"}`)
+			must(t, "Flush", stale.Flush(e.ctx))
+			e.clock.Advance(leaseTTL)
+			_, err = b.Claim(e.ctx, r.ID)
+			must(t, "Claim", err)
+			if _, err := stale.WriteEnd(e.ctx, "RUN_FINISHED", json.RawMessage(`{"type":"RUN_FINISHED"}`)); !errors.Is(err, journal.ErrLeaseLost) {
+				t.Fatalf("stale WriteEnd err = %v", err)
+			}
+			if err := stale.Finish(e.ctx); !errors.Is(err, journal.ErrLeaseLost) {
+				t.Fatalf("stale Finish err = %v", err)
+			}
+			st, got, _ := b.ReadStream(e.ctx, "s1", 0, 10)
+			if st.FinishedAt != nil || len(got) != 1 {
+				t.Fatalf("a stale writer ended the resumed run's stream: %+v, %d rows", st, len(got))
+			}
+		}},
 		{"LogWriter/RejectsBadEvents", func(t *testing.T, e *env) {
 			j := e.journal("a")
 			e.stream(j, "s1", "")
@@ -345,4 +417,20 @@ func logWriterCases() []testCase {
 			}
 		}},
 	}
+}
+
+// countingDriver counts the driver calls that write events or end streams.
+type countingDriver struct {
+	journal.Driver
+	writes atomic.Int64
+}
+
+func (d *countingDriver) AppendEvents(ctx context.Context, streamID string, f *journal.Fence, rows []journal.EventRow) error {
+	d.writes.Add(1)
+	return d.Driver.AppendEvents(ctx, streamID, f, rows)
+}
+
+func (d *countingDriver) FinishStream(ctx context.Context, id string, f *journal.Fence, rows []journal.EventRow, now time.Time) (int64, error) {
+	d.writes.Add(1)
+	return d.Driver.FinishStream(ctx, id, f, rows, now)
 }

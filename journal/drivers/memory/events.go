@@ -43,18 +43,18 @@ func (d *Driver) stream(id string) (journal.Stream, error) {
 }
 
 // FinishStream implements journal.Driver.
-func (d *Driver) FinishStream(_ context.Context, id string, now time.Time) error {
+func (d *Driver) FinishStream(_ context.Context, id string, f *journal.Fence, rows []journal.EventRow, now time.Time) (int64, error) {
 	d.mu.Lock()
-	s, ok := d.streams[id]
-	if ok && s.FinishedAt == nil {
+	s, last, err := d.appendLocked(id, f, rows, f != nil || len(rows) > 0)
+	if err == nil && s.FinishedAt == nil {
 		s.FinishedAt = &now
 	}
 	d.mu.Unlock()
-	if !ok {
-		return journal.ErrNotFound
+	if err != nil {
+		return 0, err
 	}
 	d.hub.Notify(id)
-	return nil
+	return last, nil
 }
 
 // AppendEvents implements journal.Driver.
@@ -63,19 +63,29 @@ func (d *Driver) AppendEvents(_ context.Context, streamID string, f *journal.Fen
 		return nil
 	}
 	d.mu.Lock()
+	_, _, err := d.appendLocked(streamID, f, rows, true)
+	d.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	d.hub.Notify(streamID)
+	return nil
+}
+
+// appendLocked stores rows that continue the stream gap-free, all or none, and returns
+// the stream and its last seq afterwards. fenced applies the lease check of a durable
+// run's stream. d.mu must be held.
+func (d *Driver) appendLocked(streamID string, f *journal.Fence, rows []journal.EventRow, fenced bool) (*journal.Stream, int64, error) {
 	s, ok := d.streams[streamID]
 	if !ok {
-		d.mu.Unlock()
-		return journal.ErrNotFound
+		return nil, 0, journal.ErrNotFound
 	}
-	if s.RunID != "" {
+	if fenced && s.RunID != "" {
 		if f == nil || f.RunID != s.RunID {
-			d.mu.Unlock()
-			return journal.ErrLeaseLost
+			return nil, 0, journal.ErrLeaseLost
 		}
 		if _, err := d.fenced(*f); err != nil {
-			d.mu.Unlock()
-			return err
+			return nil, 0, err
 		}
 	}
 	evs := d.events[streamID]
@@ -86,21 +96,20 @@ func (d *Driver) AppendEvents(_ context.Context, streamID string, f *journal.Fen
 	for i, r := range rows {
 		want := last + int64(i) + 1
 		if r.Seq < want {
-			d.mu.Unlock()
-			return journal.ErrSeqExists
+			return nil, 0, journal.ErrSeqExists
 		}
 		if r.Seq > want {
-			d.mu.Unlock()
-			return journal.ErrSeqGap
+			return nil, 0, journal.ErrSeqGap
 		}
 	}
 	for _, r := range rows {
 		evs = append(evs, journal.EventRow{Seq: r.Seq, Event: clone(r.Event)})
 	}
-	d.events[streamID] = evs
-	d.mu.Unlock()
-	d.hub.Notify(streamID)
-	return nil
+	if len(rows) > 0 {
+		d.events[streamID] = evs
+		last = rows[len(rows)-1].Seq
+	}
+	return s, last, nil
 }
 
 // ReadEvents implements journal.Driver.

@@ -64,20 +64,44 @@ func (s *Store) GetStream(ctx context.Context, id string) (journal.Stream, error
 	return scanStream(s.queryRow(ctx, `SELECT `+streamCols+` FROM `+s.streams+` WHERE id = ?`, id))
 }
 
-// FinishStream implements journal.Driver.
-func (s *Store) FinishStream(ctx context.Context, id string, now time.Time) error {
-	res, err := s.exec(ctx, `UPDATE `+s.streams+` SET finished_at = ? WHERE id = ? AND finished_at IS NULL`, ns(now), id)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		if _, err := s.GetStream(ctx, id); err != nil {
+// FinishStream implements journal.Driver. Without rows or fence it is one statement
+// that sets finished_at unless set and returns the last seq; otherwise the rows are
+// appended and the stream finished in one transaction.
+func (s *Store) FinishStream(ctx context.Context, id string, f *journal.Fence, rows []journal.EventRow, now time.Time) (int64, error) {
+	var last int64
+	var err error
+	if f == nil && len(rows) == 0 {
+		q := `UPDATE ` + s.streams + ` SET finished_at = COALESCE(finished_at, ?) WHERE id = ?
+			RETURNING (SELECT COALESCE(MAX(seq), 0) FROM ` + s.events + ` WHERE stream_id = ?)`
+		read := func(r *sql.Row) error {
+			err := r.Scan(&last)
+			if errors.Is(err, sql.ErrNoRows) {
+				return journal.ErrNotFound
+			}
 			return err
 		}
-		return nil
+		if s.wq != nil {
+			err = s.wq.do(ctx, func(ctx context.Context, tx *txq) error {
+				return read(tx.QueryRowContext(ctx, q, ns(now), id, id))
+			})
+		} else {
+			err = read(s.queryRow(ctx, q, ns(now), id, id))
+		}
+	} else {
+		err = s.tx(ctx, func(ctx context.Context, tx *txq) error {
+			var err error
+			if last, err = s.appendTx(ctx, tx, id, f, rows); err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, `UPDATE `+s.streams+` SET finished_at = ? WHERE id = ? AND finished_at IS NULL`, ns(now), id)
+			return err
+		})
+	}
+	if err != nil {
+		return 0, err
 	}
 	s.notify(ctx, id)
-	return nil
+	return last, nil
 }
 
 // AppendEvents implements journal.Driver. The stream's last seq is read inside the
@@ -88,79 +112,90 @@ func (s *Store) AppendEvents(ctx context.Context, streamID string, f *journal.Fe
 		return nil
 	}
 	err := s.tx(ctx, func(ctx context.Context, tx *txq) error {
-		var runID string
-		var last int64
-		err := tx.QueryRowContext(ctx, `SELECT run_id, COALESCE((SELECT MAX(seq) FROM `+s.events+` WHERE stream_id = ?), 0)
-			FROM `+s.streams+` WHERE id = ?`, streamID, streamID).Scan(&runID, &last)
-		if errors.Is(err, sql.ErrNoRows) {
-			return journal.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		if runID != "" {
-			// The last seq was read before the run row is held. That is safe: a new owner
-			// bumps the epoch before appending, so the check below fails.
-			if f == nil || f.RunID != runID {
-				return journal.ErrLeaseLost
-			}
-			if err := s.checkFence(ctx, tx, *f); err != nil {
-				return err
-			}
-		}
-		for i, r := range rows {
-			want := last + int64(i) + 1
-			if r.Seq < want {
-				return journal.ErrSeqExists
-			}
-			if r.Seq > want {
-				return journal.ErrSeqGap
-			}
-		}
-		if s.dia.Prepare {
-			// Where statements are parsed locally and run without a round trip (SQLite),
-			// one prepared single-row INSERT per row is cheapest.
-			insert := `INSERT INTO ` + s.events + ` (stream_id, seq, event) VALUES (?,?,?) ON CONFLICT (stream_id, seq) DO NOTHING`
-			st := tx.stmt(ctx, insert) // bound to the transaction once, not per row
-			for _, r := range rows {
-				var res sql.Result
-				var err error
-				if st != nil {
-					res, err = st.ExecContext(ctx, streamID, r.Seq, string(r.Event))
-				} else {
-					res, err = tx.ExecContext(ctx, insert, streamID, r.Seq, string(r.Event))
-				}
-				if err != nil {
-					return err
-				}
-				if n, _ := res.RowsAffected(); n != 1 {
-					return journal.ErrSeqExists
-				}
-			}
-			return nil
-		}
-		for start := 0; start < len(rows); start += appendChunk {
-			chunk := rows[start:min(start+appendChunk, len(rows))]
-			args := make([]any, 0, 3*len(chunk))
-			for _, r := range chunk {
-				args = append(args, streamID, r.Seq, string(r.Event))
-			}
-			res, err := tx.execText(ctx, `INSERT INTO `+s.events+` (stream_id, seq, event) VALUES `+placeholders(len(chunk), 3)+
-				` ON CONFLICT (stream_id, seq) DO NOTHING`, args...)
-			if err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n != int64(len(chunk)) {
-				return journal.ErrSeqExists
-			}
-		}
-		return nil
+		_, err := s.appendTx(ctx, tx, streamID, f, rows)
+		return err
 	})
 	if err != nil {
 		return err
 	}
 	s.notify(ctx, streamID)
 	return nil
+}
+
+// appendTx stores rows that continue the stream gap-free inside tx and returns the
+// stream's last seq afterwards, fenced by f when the stream belongs to a durable run.
+func (s *Store) appendTx(ctx context.Context, tx *txq, streamID string, f *journal.Fence, rows []journal.EventRow) (int64, error) {
+	var runID string
+	var last int64
+	err := tx.QueryRowContext(ctx, `SELECT run_id, COALESCE((SELECT MAX(seq) FROM `+s.events+` WHERE stream_id = ?), 0)
+		FROM `+s.streams+` WHERE id = ?`, streamID, streamID).Scan(&runID, &last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, journal.ErrNotFound
+	}
+	if err != nil {
+		return 0, err
+	}
+	if runID != "" {
+		// The last seq was read before the run row is held. That is safe: a new owner
+		// bumps the epoch before appending, so the check below fails.
+		if f == nil || f.RunID != runID {
+			return 0, journal.ErrLeaseLost
+		}
+		if err := s.checkFence(ctx, tx, *f); err != nil {
+			return 0, err
+		}
+	}
+	for i, r := range rows {
+		want := last + int64(i) + 1
+		if r.Seq < want {
+			return 0, journal.ErrSeqExists
+		}
+		if r.Seq > want {
+			return 0, journal.ErrSeqGap
+		}
+	}
+	if len(rows) == 0 {
+		return last, nil
+	}
+	last = rows[len(rows)-1].Seq
+	if s.dia.Prepare {
+		// Where statements are parsed locally and run without a round trip (SQLite),
+		// one prepared single-row INSERT per row is cheapest.
+		insert := `INSERT INTO ` + s.events + ` (stream_id, seq, event) VALUES (?,?,?) ON CONFLICT (stream_id, seq) DO NOTHING`
+		st := tx.stmt(ctx, insert) // bound to the transaction once, not per row
+		for _, r := range rows {
+			var res sql.Result
+			var err error
+			if st != nil {
+				res, err = st.ExecContext(ctx, streamID, r.Seq, string(r.Event))
+			} else {
+				res, err = tx.ExecContext(ctx, insert, streamID, r.Seq, string(r.Event))
+			}
+			if err != nil {
+				return 0, err
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				return 0, journal.ErrSeqExists
+			}
+		}
+		return last, nil
+	}
+	for start := 0; start < len(rows); start += appendChunk {
+		chunk := rows[start:min(start+appendChunk, len(rows))]
+		args := make([]any, 0, 3*len(chunk))
+		for _, r := range chunk {
+			args = append(args, streamID, r.Seq, string(r.Event))
+		}
+		res, err := tx.execText(ctx, `INSERT INTO `+s.events+` (stream_id, seq, event) VALUES `+placeholders(len(chunk), 3)+
+			` ON CONFLICT (stream_id, seq) DO NOTHING`, args...)
+		if err != nil {
+			return 0, err
+		}
+		if n, _ := res.RowsAffected(); n != int64(len(chunk)) {
+			return 0, journal.ErrSeqExists
+		}
+	}
+	return last, nil
 }
 
 // ReadEvents implements journal.Driver.
