@@ -156,10 +156,16 @@ func (r journalRunner) Wrap(def *FlowDef, next HandlerFunc) HandlerFunc {
 }
 
 // Outcome is implemented by a [Responder] whose work runs while it responds (an agent
-// stream): after Respond returns, the journal run ends with its result.
+// stream): after Respond returns, the journal run ends with its result. An output of
+// type json.RawMessage is stored as it is, so it must be valid JSON; any other output
+// is stored as json.Marshal encodes it.
 type Outcome interface {
 	Outcome() (output any, err error)
 }
+
+// encodedOutput is an [Outcome]'s json.RawMessage, which endRun stores without
+// encoding (and so re-validating) it again.
+type encodedOutput json.RawMessage
 
 type durableResponder struct {
 	inner Responder
@@ -173,6 +179,9 @@ func (d durableResponder) Respond(fx *Fx, w http.ResponseWriter, r *http.Request
 	var err error
 	if o, ok := d.inner.(Outcome); ok {
 		out, err = o.Outcome()
+		if raw, ok := out.(json.RawMessage); ok {
+			out = encodedOutput(raw)
+		}
 	}
 	if endErr := d.a.endRun(fx, d.run, out, err); endErr != nil && !errors.Is(endErr, ErrParked) {
 		d.a.logger.Debug("engine: durable run ended with an error", "flow", fx.flow.ID(), "run", d.run.ID, "err", endErr)
@@ -200,9 +209,11 @@ func (a *App) endRun(fx *Fx, run *journal.Run, out any, err error) error {
 		}
 		return err
 	}
-	raw, mErr := json.Marshal(out)
-	if mErr != nil {
-		raw = nil
+	var raw json.RawMessage
+	if enc, ok := out.(encodedOutput); ok {
+		raw = json.RawMessage(enc)
+	} else if b, mErr := json.Marshal(out); mErr == nil {
+		raw = b
 	}
 	if cErr := run.Complete(ctx, raw); cErr != nil {
 		a.logger.ErrorContext(ctx, "engine: completing run", "run", run.ID, "err", cErr)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbc28f59/engine/ai"
 	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/ai/providers/openai/openaitest"
 	"github.com/bbc28f59/engine/journal"
@@ -382,6 +383,16 @@ func TestApprovalSeveralInOneStep(t *testing.T) {
 	}
 	if got := e.Transfers(); len(got) != 1 || got[0].To != "ann" {
 		t.Fatalf("transfers = %+v, want ann's only", got)
+	}
+	// The durable run stores the agent's result (encoded once, stored as is).
+	waitFor(t, "the resumed run to complete", func() bool {
+		rec, err = e.j.GetRun(context.Background(), runID)
+		return err == nil && rec.Status.Final()
+	})
+	var stored ai.RunResult
+	if err := json.Unmarshal(rec.Output, &stored); err != nil || rec.Status != journal.StatusCompleted ||
+		stored.Text != "One sent, one refused." || stored.StopReason != "completed" || !strings.Contains(string(stored.Output), `"to":"ann"`) {
+		t.Fatalf("stored run: status %s, output %s (%v)", rec.Status, rec.Output, err)
 	}
 	apRecord(t, "two-interrupts", raw, ins...)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/ai/internal/jsonx"
 	"github.com/bbc28f59/engine/httpx"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -152,7 +153,35 @@ func (r *AgentRun) Outcome() (any, error) {
 	case r.err != nil:
 		return nil, r.err
 	}
+	if b, err := r.result.appendJSON(make([]byte, 0, len(r.result.Text)+len(r.result.Output)+96)); err == nil {
+		return json.RawMessage(b), nil // stored as is: encoded once, the output not scanned twice
+	}
 	return r.result, nil
+}
+
+// appendJSON encodes r as json.Marshal does. The output, often the run's whole final
+// text, is copied after one scan when it is a plain JSON string (jsonx.AppendValue).
+func (r RunResult) appendJSON(dst []byte) ([]byte, error) {
+	dst = append(dst, `{"text":`...)
+	dst = jsonx.AppendString(dst, r.Text)
+	var err error
+	if len(r.Output) > 0 {
+		if dst, err = jsonx.AppendValue(append(dst, `,"output":`...), r.Output); err != nil {
+			return dst, err
+		}
+	}
+	if dst, err = jsonx.AppendFloat(append(dst, `,"cost":`...), r.Cost); err != nil {
+		return dst, err
+	}
+	dst = jsonx.AppendString(append(dst, `,"stopReason":`...), r.StopReason)
+	if r.Usage != nil {
+		b, err := json.Marshal(r.Usage)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(append(dst, `,"usage":`...), b...)
+	}
+	return append(dst, '}'), nil
 }
 
 // execute runs the loop once, with the event log when the app has a journal and the run
