@@ -197,3 +197,51 @@ func goroutineID() uint64 {
 	id, _ := strconv.ParseUint(fields[0], 10, 64)
 	return id
 }
+
+// A follower woken by the write that stores a run's last rows and ends its stream reads
+// the follow tail: it must see those rows together with the end, or neither. Rows
+// without the end would leave it waiting for a wake-up that already came (until the
+// follow route's poll). A reader spins on the tail while the write happens.
+func TestTailShowsAStreamsLastRowsWithItsEnd(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	j, err := journal.New(memory.New(), journal.Options{TailBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := journal.LogOptions{FlushInterval: time.Hour, CommitInterval: time.Hour}
+	for i := range 300 {
+		id := "s" + strconv.Itoa(i)
+		w, err := j.CreateLog(ctx, journal.Stream{ID: id}, nil, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.WriteTyped(ctx, "RUN_STARTED", []byte(`{"type":"RUN_STARTED"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ended := make(chan error, 1)
+		go func() {
+			_, err := w.WriteEnd(ctx, "RUN_FINISHED", []byte(`{"type":"RUN_FINISHED"}`))
+			ended <- err
+		}()
+		for {
+			st, rows, err := j.ReadStream(ctx, id, 1, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) > 0 && st.FinishedAt == nil {
+				t.Fatalf("stream %s: read its last row without its end", id)
+			}
+			if st.FinishedAt != nil {
+				break
+			}
+			runtime.Gosched()
+		}
+		if err := <-ended; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

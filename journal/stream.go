@@ -49,10 +49,9 @@ func (j *Journal) finishStream(ctx context.Context, streamID string, run *Run, r
 		}
 		return err
 	}
-	j.tails.add(streamID, rows, now)
 	// The stream may have been finished by another instance after rows this tail
 	// lacks: the tail is trusted to be complete only if it ends at the stored last row.
-	j.tails.finish(streamID, last, now)
+	j.tails.commit(streamID, rows, last, now)
 	return nil
 }
 

@@ -73,12 +73,28 @@ func (ts *tails) open(st Stream, last int64, now time.Time) {
 
 // add records rows the driver committed to a stream. Rows that do not continue the tail
 // restart it at their first seq.
-func (ts *tails) add(id string, rows []EventRow, now time.Time) {
-	if ts.max <= 0 || len(rows) == 0 {
+func (ts *tails) add(id string, rows []EventRow, now time.Time) { ts.commit(id, rows, -1, now) }
+
+// commit records, under one lock, rows the driver committed to a stream and, when last
+// is not negative, that the same write finished the stream with last as its last stored
+// row. A follower woken by that write then never reads the rows from
+// the tail without the end they were committed with, which would leave it waiting for
+// a wake-up that already came.
+func (ts *tails) commit(id string, rows []EventRow, last int64, now time.Time) {
+	if ts.max <= 0 {
 		return
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	if len(rows) > 0 {
+		ts.addLocked(id, rows, now)
+	}
+	if last >= 0 {
+		ts.finishLocked(id, last, now)
+	}
+}
+
+func (ts *tails) addLocked(id string, rows []EventRow, now time.Time) {
 	t := ts.m[id]
 	if t == nil {
 		return
@@ -105,15 +121,10 @@ func sizeOf(rows []EventRow) int {
 	return n
 }
 
-// finish records that a stream is finished and that its last stored row is last. A tail
-// ending there is complete; one that does not (another instance appended and finished,
-// and this call found the stream already finished) is dropped.
-func (ts *tails) finish(id string, last int64, at time.Time) {
-	if ts.max <= 0 {
-		return
-	}
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
+// finishLocked records that a stream is finished and that its last stored row is last.
+// A tail ending there is complete; one that does not (another instance appended and
+// finished, and this call found the stream already finished) is dropped.
+func (ts *tails) finishLocked(id string, last int64, at time.Time) {
 	t := ts.m[id]
 	switch {
 	case t == nil:
