@@ -65,9 +65,9 @@ func (e *emitter) write(ev agui.Event, last bool) {
 		case agui.RunFinished, agui.RunError:
 			if last {
 				seq, err = e.log.WriteEnd(e.ctx, string(ev.Type()), data)
-				break
+			} else { // an interrupt: the run continues when it resumes
+				seq, err = e.log.WriteTyped(e.ctx, string(ev.Type()), data)
 			}
-			seq, err = e.log.WriteTyped(e.ctx, string(ev.Type()), data)
 		default:
 			seq, err = e.log.WriteTyped(e.ctx, string(ev.Type()), data)
 		}
