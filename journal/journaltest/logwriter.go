@@ -381,6 +381,32 @@ func logWriterCases() []testCase {
 				t.Fatalf("Finish after Close err = %v", err)
 			}
 		}},
+		{"LogWriter/FinishAfterAFailedCommitStillEndsTheStream", func(t *testing.T, e *env) {
+			j := e.journal("a")
+			e.stream(j, "s1", "")
+			w, err := j.NewLogWriter(e.ctx, "s1", nil, quiet)
+			must(t, "NewLogWriter", err)
+			write(t, e, w, `{"type":"RUN_STARTED"}`)
+			// Someone else stores seq 1 first: the writer's commit can never succeed.
+			must(t, "Append", j.AppendEvents(e.ctx, "s1", nil, rows(1)...))
+			if err := w.Flush(e.ctx); !errors.Is(err, journal.ErrSeqExists) {
+				t.Fatalf("Flush err = %v, want ErrSeqExists", err)
+			}
+			write := func() error {
+				_, err := w.Write(e.ctx, json.RawMessage(`{"type":"STEP_STARTED"}`))
+				return err
+			}
+			if err := write(); !errors.Is(err, journal.ErrSeqExists) {
+				t.Fatalf("the commit error must stick: %v", err)
+			}
+			if err := w.Finish(e.ctx); !errors.Is(err, journal.ErrSeqExists) {
+				t.Fatalf("Finish err = %v, want the commit's error", err)
+			}
+			st, got, _ := j.ReadStream(e.ctx, "s1", 0, 10)
+			if st.FinishedAt == nil || len(got) != 1 || !jsonEq(got[0].Event, rows(1)[0].Event) {
+				t.Fatalf("after Finish: stream %+v, rows %+v; want it finished with only the other row", st, got)
+			}
+		}},
 		{"LogWriter/StaleWriterCannotEndAResumedRunsStream", func(t *testing.T, e *env) {
 			a, b := e.journal("a"), e.journal("b")
 			r := e.begin(a)
