@@ -421,7 +421,7 @@ var apRecordFollow = flag.Bool("record-approval-follow", false, "rewrite the fol
 
 var (
 	apExpiresRe = regexp.MustCompile(`"expiresAt":"[^"]*"`)
-	apRunIDRe   = regexp.MustCompile(`run_[0-9a-f]{24}`)
+	apRunIDRe   = regexp.MustCompile(`run_[0-9a-f]{32}`)
 )
 
 // apRecord normalises a follow transcript that ended cleanly (agent run ids,

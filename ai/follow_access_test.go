@@ -27,8 +27,8 @@ func TestFollowAccessRules(t *testing.T) {
 		{"same user id, other tenant", stream, "alice@globex", false, 404, "NotFound"},
 		{"operator of another tenant", stream, "olga@globex", true, 404, "NotFound"},
 		{"anonymous", stream, "", false, 401, "Unauthorized"},
-		{"unknown run", "run_000000000000000000000000", apAlice, false, 404, "NotFound"},
-		{"unknown run, anonymous", "run_000000000000000000000000", "", false, 401, "Unauthorized"},
+		{"unknown run", "run_00000000000000000000000000000000", apAlice, false, 404, "NotFound"},
+		{"unknown run, anonymous", "run_00000000000000000000000000000000", "", false, 401, "Unauthorized"},
 	}
 	for _, c := range cases {
 		hdr := http.Header{}
@@ -49,8 +49,8 @@ func TestFollowAccessRules(t *testing.T) {
 	}
 	// A 404 for a run that exists reads exactly like one for a run that does not.
 	_, other := e.follow(t, stream, "bob@acme", nil, "")
-	_, unknown := e.follow(t, "run_000000000000000000000000", "bob@acme", nil, "")
-	if strings.ReplaceAll(string(other), stream, "X") != strings.ReplaceAll(string(unknown), "run_000000000000000000000000", "X") {
+	_, unknown := e.follow(t, "run_00000000000000000000000000000000", "bob@acme", nil, "")
+	if strings.ReplaceAll(string(other), stream, "X") != strings.ReplaceAll(string(unknown), "run_00000000000000000000000000000000", "X") {
 		t.Errorf("a hidden run answers %s, an unknown one %s", other, unknown)
 	}
 }

@@ -132,7 +132,7 @@ func TestFollowErrors(t *testing.T) {
 		name, path, lastID string
 		status             int
 	}{
-		{"unknown run", "/agent/runs/run_000000000000000000000000/events", "", http.StatusUnauthorized},
+		{"unknown run", "/agent/runs/run_00000000000000000000000000000000/events", "", http.StatusUnauthorized},
 		{"bad Last-Event-ID", "/agent/runs/" + runID + "/events", "nope", http.StatusBadRequest},
 		{"negative Last-Event-ID", "/agent/runs/" + runID + "/events", "-1", http.StatusBadRequest},
 	}

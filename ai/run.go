@@ -2,8 +2,6 @@ package ai
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/ai/internal/jsonx"
 	"github.com/bbc28f59/engine/httpx"
+	"github.com/bbc28f59/engine/internal/sortid"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -274,8 +273,6 @@ func (r *AgentRun) flowOf(wire string) string {
 	return wire
 }
 
-func newRunID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "run_" + hex.EncodeToString(b[:])
-}
+// newRunID makes an agent run id, which is also its event log's stream id: time-ordered,
+// so the log's rows go to the right edge of the stream indexes (see [sortid.New]).
+func newRunID() string { return "run_" + sortid.New() }

@@ -10,6 +10,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/bbc28f59/engine/internal/sortid"
 )
 
 // Options configure a [Journal]. Zero values take the documented defaults.
@@ -166,7 +168,7 @@ func (j *Journal) Begin(ctx context.Context, nr NewRun) (*Run, error) {
 		return nil, err
 	}
 	if nr.ID == "" {
-		nr.ID = randomID(16)
+		nr.ID = sortid.New()
 	}
 	now := j.now()
 	rec := RunRecord{ID: nr.ID, Flow: nr.Flow, Input: nr.Input, Principal: nr.Principal, Tenant: nr.Tenant,
