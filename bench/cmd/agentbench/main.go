@@ -25,7 +25,7 @@ import (
 
 type config struct {
 	n, m, rounds, idle              int
-	pace                            time.Duration
+	pace, sample                    time.Duration
 	driver, cpuProfile, heapProfile string
 	noTail                          bool
 }
@@ -35,6 +35,7 @@ func main() {
 	flag.IntVar(&c.n, "n", 16, "concurrent runs per batch")
 	flag.IntVar(&c.m, "m", 200, "text deltas per run")
 	flag.DurationVar(&c.pace, "pace", 0, "the scripted model's wait before every chunk (0: as fast as the loop goes)")
+	flag.DurationVar(&c.sample, "sample", 100*time.Millisecond, "how long each target streams per round, in back-to-back batches")
 	flag.StringVar(&c.driver, "driver", agentbench.Memory, "journal driver: memory, sqlite or postgres ($"+agentbench.PostgresEnv+")")
 	flag.IntVar(&c.rounds, "rounds", 5, "rounds of one batch per target; the table shows medians")
 	flag.IntVar(&c.idle, "idle", 500, "idle streams held open per target for the memory figure (0 skips it)")
@@ -42,8 +43,8 @@ func main() {
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured rounds to this file")
 	flag.StringVar(&c.heapProfile, "heapprofile", "", "write a heap profile per target while its idle streams are open, to this prefix + -<target>.pprof")
 	flag.Parse()
-	if c.n <= 0 || c.m <= 0 || c.rounds <= 0 || c.idle < 0 || c.pace < 0 {
-		fmt.Fprintln(os.Stderr, "agentbench: -n, -m and -rounds must be positive; -idle and -pace must not be negative")
+	if c.n <= 0 || c.m <= 0 || c.rounds <= 0 || c.idle < 0 || c.pace < 0 || c.sample <= 0 {
+		fmt.Fprintln(os.Stderr, "agentbench: -n, -m, -rounds and -sample must be positive; -idle and -pace must not be negative")
 		os.Exit(2)
 	}
 	if c.heapProfile != "" {
@@ -64,7 +65,7 @@ func run(ctx context.Context, c config, out, progress io.Writer) error {
 		fmt.Fprintf(progress, "\r%-72s", line) // padded so a shorter line covers a longer one
 	}
 	status("starting the harness (%s journal)", c.driver)
-	e, err := agentbench.New(ctx, agentbench.Options{Deltas: c.m, Pace: c.pace, Driver: c.driver, NoTail: c.noTail})
+	e, err := agentbench.New(ctx, agentbench.Options{Deltas: c.m, Pace: c.pace, Driver: c.driver, NoTail: c.noTail, SampleTime: c.sample})
 	if err != nil {
 		return err
 	}
@@ -148,8 +149,8 @@ func writeHeapProfile(path string, progress io.Writer) {
 }
 
 func printTable(out io.Writer, c config, e *agentbench.Env, sum []agentbench.Summary, idle map[agentbench.Target]agentbench.Idle) error {
-	fmt.Fprintf(out, "agentbench: N=%d concurrent runs × M=%d deltas (%d frames a run), pace %s, %s journal, %d rounds (medians); %s, GOMAXPROCS=%d\n\n",
-		c.n, c.m, e.FramesPerRun(), c.pace, c.driver, c.rounds, runtime.Version(), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(out, "agentbench: N=%d concurrent runs × M=%d deltas (%d frames a run), pace %s, %s journal, %d rounds of %s per target (medians); %s, GOMAXPROCS=%d\n\n",
+		c.n, c.m, e.FramesPerRun(), c.pace, c.driver, c.rounds, c.sample, runtime.Version(), runtime.GOMAXPROCS(0))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target\tframes/s\tx-raw\tCPU/frame\tx-raw (CPU)\tallocs/frame\tB/frame\twrites/frame\tfirst frame\trows/1k deltas\tdelta rows/1k\t")
 	for _, s := range sum {

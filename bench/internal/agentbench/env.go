@@ -61,6 +61,9 @@ type Options struct {
 	Driver string
 	// PostgresDSN is the database of the [Postgres] driver; default $ENGINE_TEST_POSTGRES_DSN.
 	PostgresDSN string
+	// SampleTime is how long [Env.Round] streams each target, in back-to-back batches.
+	// Default 100ms; a negative value measures a single batch.
+	SampleTime time.Duration
 	// NoTail turns off the journal's in-process follow tail ([journal.Options.TailBytes]),
 	// so a follower reads the database, as it does on an instance other than the one that
 	// ran the run.
@@ -115,13 +118,14 @@ type Env struct {
 	// measured (to take a heap profile of them, for instance).
 	WhileIdle func(t Target)
 
-	pace    time.Duration
-	writes  atomic.Int64 // server connection writes, see countingListener
-	client  *http.Client
-	srv     *httptest.Server
-	cleanup []func()
-	raw     transcript // the frames of one streamed run, replayed by the raw handler
-	idle    transcript // the frames an idle run sends before it waits
+	pace       time.Duration
+	sampleTime time.Duration
+	writes     atomic.Int64 // server connection writes, see countingListener
+	client     *http.Client
+	srv        *httptest.Server
+	cleanup    []func()
+	raw        transcript // the frames of one streamed run, replayed by the raw handler
+	idle       transcript // the frames an idle run sends before it waits
 }
 
 // New starts a harness. Close it when done.
@@ -135,7 +139,10 @@ func New(ctx context.Context, opts Options) (_ *Env, err error) {
 	if opts.Driver == "" {
 		opts.Driver = Memory
 	}
-	e := &Env{Driver: opts.Driver, Deltas: opts.Deltas, pace: opts.Pace}
+	if opts.SampleTime == 0 {
+		opts.SampleTime = 100 * time.Millisecond
+	}
+	e := &Env{Driver: opts.Driver, Deltas: opts.Deltas, pace: opts.Pace, sampleTime: opts.SampleTime}
 	defer func() {
 		if err != nil {
 			e.Close()

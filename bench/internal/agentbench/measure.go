@@ -22,8 +22,12 @@ type Sample struct {
 	DeltaRowsPer1k float64       // of which rows holding text deltas
 }
 
-// Round runs one batch of n concurrent streams for every target and measures each. The
-// order of targets rotates with round so none always runs on a warmer or colder process.
+// Round measures every target once: batches of n concurrent streams, one after another,
+// until the target has streamed for at least the harness's sample time
+// ([Options.SampleTime]). A batch alone lasts a few milliseconds, so whichever target's
+// batch a garbage collection or a neighbour's burst fell into would pay for all of it;
+// over a longer sample each target pays for its own allocations. The order of targets
+// rotates with round so none always runs on a warmer or colder process.
 func (e *Env) Round(ctx context.Context, n, round int) ([]Sample, error) {
 	out := make([]Sample, len(Targets))
 	for k := range Targets {
@@ -32,30 +36,40 @@ func (e *Env) Round(ctx context.Context, n, round int) ([]Sample, error) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		cpu0, w0 := cpuTime(), e.writes.Load()
-		b, err := e.RunBatch(ctx, t, n)
+		var frames float64
+		var elapsed time.Duration
+		var runIDs []string
+		for elapsed < e.sampleTime || runIDs == nil {
+			b, err := e.RunBatch(ctx, t, n)
+			if err != nil {
+				return nil, err
+			}
+			frames += float64(b.Frames)
+			elapsed += b.Elapsed
+			if runIDs == nil {
+				runIDs = b.RunIDs // the first batch's logs stand for the others
+			}
+		}
 		cpu1, w1 := cpuTime(), e.writes.Load()
 		runtime.ReadMemStats(&after)
-		if err != nil {
-			return nil, err
-		}
-		frames := float64(b.Frames)
 		s := Sample{
 			Target:         t,
-			FramesPerSec:   b.FramesPerSecond(),
+			FramesPerSec:   frames / elapsed.Seconds(),
 			AllocsPerFrame: float64(after.Mallocs-before.Mallocs) / frames,
 			BytesPerFrame:  float64(after.TotalAlloc-before.TotalAlloc) / frames,
 			CPUPerFrame:    time.Duration(float64(cpu1-cpu0) / frames),
 			WritesPerFrame: float64(w1-w0) / frames,
 		}
+		var err error
 		if s.FirstFrame, err = e.firstFrame(ctx, t, 3); err != nil {
 			return nil, err
 		}
 		if t != Raw {
-			rows, deltaRows, err := e.LogRows(ctx, b.RunIDs)
+			rows, deltaRows, err := e.LogRows(ctx, runIDs)
 			if err != nil {
 				return nil, err
 			}
-			deltas := float64(n * e.Deltas)
+			deltas := float64(len(runIDs) * e.Deltas)
 			s.RowsPer1k = float64(rows) / deltas * 1000
 			s.DeltaRowsPer1k = float64(deltaRows) / deltas * 1000
 		}
