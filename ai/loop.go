@@ -9,6 +9,7 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/internal/jsonx"
 	"github.com/bbc28f59/engine/journal"
 )
 
@@ -20,6 +21,56 @@ type turn struct {
 	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
 	Usage     Usage      `json:"usage"`
 	Finish    string     `json:"finish,omitempty"`
+}
+
+// appendJSON encodes t as json.Marshal does, without reflection: a durable run records
+// every turn, and the turn holds the model's whole text.
+func (t turn) appendJSON(dst []byte) ([]byte, error) {
+	dst = append(dst, '{')
+	if t.Text != "" {
+		dst = jsonx.AppendString(append(dst, `"text":`...), t.Text)
+		dst = append(dst, ',')
+	}
+	if t.TextIDs != 0 {
+		dst = strconv.AppendInt(append(dst, `"textIds":`...), int64(t.TextIDs), 10)
+		dst = append(dst, ',')
+	}
+	if len(t.ToolCalls) > 0 {
+		dst = append(dst, `"toolCalls":[`...)
+		for i, c := range t.ToolCalls {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = jsonx.AppendString(append(dst, `{"ID":`...), c.ID)
+			dst = jsonx.AppendString(append(dst, `,"Name":`...), c.Name)
+			dst = jsonx.AppendString(append(dst, `,"Arguments":`...), c.Arguments)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, "],"...)
+	}
+	dst = appendInt64Ptr(append(dst, `"usage":{"InputTokens":`...), t.Usage.InputTokens)
+	dst = appendInt64Ptr(append(dst, `,"OutputTokens":`...), t.Usage.OutputTokens)
+	dst = append(dst, `,"Cost":`...)
+	if t.Usage.Cost == nil {
+		dst = append(dst, "null"...)
+	} else {
+		var err error
+		if dst, err = jsonx.AppendFloat(dst, *t.Usage.Cost); err != nil {
+			return dst, fmt.Errorf("json: unsupported value: %w", err)
+		}
+	}
+	dst = append(dst, '}')
+	if t.Finish != "" {
+		dst = jsonx.AppendString(append(dst, `,"finish":`...), t.Finish)
+	}
+	return append(dst, '}'), nil
+}
+
+func appendInt64Ptr(dst []byte, n *int64) []byte {
+	if n == nil {
+		return append(dst, "null"...)
+	}
+	return strconv.AppendInt(dst, *n, 10)
 }
 
 // toolOutcome is what one tool call produced, recorded like a turn.
@@ -103,7 +154,7 @@ func (s *loopState) run() {
 		if len(t.ToolCalls) == 0 {
 			s.closeStep(stepName)
 			if s.output == nil {
-				s.output, _ = json.Marshal(t.Text)
+				s.output = jsonx.AppendString(make([]byte, 0, len(t.Text)+len(t.Text)/8+2), t.Text)
 			}
 			s.finish(agui.StopCompleted)
 			return
@@ -174,7 +225,7 @@ func (s *loopState) modelCall(stepName string) (turn, error) {
 		if r.durable == nil {
 			return nil, nil // nothing records it: no need to encode
 		}
-		return json.Marshal(t)
+		return t.appendJSON(make([]byte, 0, len(t.Text)+len(t.Text)/8+128))
 	}
 	var raw json.RawMessage
 	var err error

@@ -10,8 +10,8 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai/agui"
-	"github.com/bbc28f59/engine/ai/internal/jsonx"
 	"github.com/bbc28f59/engine/httpx"
+	"github.com/bbc28f59/engine/internal/jsonx"
 	"github.com/bbc28f59/engine/internal/sortid"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/google/jsonschema-go/jsonschema"

@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/bbc28f59/engine/internal/jsonx"
 )
 
 // TruncatedEventName is the CUSTOM event stored once when a stream reaches its row cap.
@@ -66,6 +67,7 @@ type LogWriter struct {
 	mu         sync.Mutex
 	seq        int64
 	pending    *pendingDelta
+	text       []byte // the pending row's delta text; reused from row to row
 	queue      []EventRow
 	lastCommit time.Time // wall clock
 	truncated  bool
@@ -80,7 +82,6 @@ type LogWriter struct {
 type pendingDelta struct {
 	typ, id string
 	fields  map[string]json.RawMessage
-	text    strings.Builder
 	since   time.Time // wall clock: the row is sealed FlushInterval after it
 }
 
@@ -259,40 +260,44 @@ func (w *LogWriter) addDelta(typ, id, delta string, shaped bool, raw json.RawMes
 			}
 		}
 		w.pending = &pendingDelta{typ: typ, id: id, fields: fields, since: time.Now()}
+		if w.text == nil {
+			w.text = make([]byte, 0, w.opts.FlushBytes+64)
+		}
 	}
-	w.pending.text.WriteString(delta)
-	if w.pending.text.Len() >= w.opts.FlushBytes {
+	w.text = append(w.text, delta...)
+	if len(w.text) >= w.opts.FlushBytes {
 		w.seal()
 	}
 	return nil
 }
 
-// seal turns the pending delta row into a queued row with the next seq.
+// seal turns the pending delta row into a queued row with the next seq. The row is
+// encoded straight from the text buffer, which is then reused for the next row.
 func (w *LogWriter) seal() {
 	p := w.pending
 	if p == nil {
 		return
 	}
 	w.pending = nil
-	d, _ := json.Marshal(p.text.String())
+	text := w.text
+	w.text = w.text[:0]
 	if p.fields == nil {
 		// A delta of known shape: encode the row directly, type first like the live event.
 		idKey := `","messageId":`
 		if p.typ == "TOOL_CALL_ARGS" {
 			idKey = `","toolCallId":`
 		}
-		id, _ := json.Marshal(p.id)
-		b := make([]byte, 0, len(p.typ)+len(id)+len(d)+48)
+		b := make([]byte, 0, len(p.typ)+len(p.id)+len(text)+len(text)/8+64)
 		b = append(b, `{"type":"`...)
 		b = append(b, p.typ...)
 		b = append(b, idKey...)
-		b = append(b, id...)
+		b = jsonx.AppendString(b, p.id)
 		b = append(b, `,"delta":`...)
-		b = append(b, d...)
+		b = jsonx.AppendBytes(b, text)
 		w.enqueue(append(b, '}'))
 		return
 	}
-	p.fields["delta"] = d
+	p.fields["delta"] = jsonx.AppendBytes(nil, text)
 	b, err := json.Marshal(p.fields)
 	if err != nil { // unreachable: fields came from valid JSON
 		w.err = err

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/bbc28f59/engine/ai/internal/jsonx"
+	"github.com/bbc28f59/engine/internal/jsonx"
 )
 
 // AppendDelta appends the wire JSON of a TEXT_MESSAGE_CONTENT (id is the messageId) or

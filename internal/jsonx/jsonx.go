@@ -1,6 +1,6 @@
-// Package jsonx writes JSON exactly as encoding/json does, faster where the ai packages
-// encode the same shapes on every token or every run: strings, floats, and values that
-// are already in encoding/json's form.
+// Package jsonx writes JSON exactly as encoding/json does, faster where the engine
+// encodes the same shapes on every token or every run (agent events, the run event log):
+// strings, floats, and values that are already in encoding/json's form.
 package jsonx
 
 import (
@@ -86,7 +86,13 @@ const hexDigits = "0123456789abcdef"
 
 // AppendString writes s as a JSON string exactly as encoding/json does: HTML-sensitive
 // characters, U+2028 and U+2029 escaped, invalid UTF-8 replaced by U+FFFD.
-func AppendString(dst []byte, s string) []byte {
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
+
+// AppendBytes is [AppendString] for text held in a byte slice, without copying it to a
+// string first.
+func AppendBytes(dst, text []byte) []byte { return appendString(dst, text) }
+
+func appendString[S string | []byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -117,7 +123,8 @@ func AppendString(dst []byte, s string) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		// At most UTFMax bytes: for a []byte the conversion stays on the stack.
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
