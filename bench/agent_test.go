@@ -74,6 +74,33 @@ func BenchmarkAgentStream(b *testing.B) {
 	}
 }
 
+// BenchmarkAgentHandler (issue 5) serves one streamed run at a time through each target's
+// handler in the process, with no network: the agent flows' cost per run against the raw
+// handler replaying the same frames. It is the low-noise companion of
+// BenchmarkAgentStream, for telling whether a change to the agent path helped: ns/op is
+// one whole run of 200 deltas; <target>-µs-over-raw is what the run costs beyond the raw
+// handler writing its frames.
+func BenchmarkAgentHandler(b *testing.B) {
+	for _, driver := range []string{agentbench.Memory, agentbench.SQLite} {
+		e := newEnv(b, agentbench.Options{Deltas: 200, Driver: driver})
+		var rawNs float64 // set by the raw sub-benchmark, which runs first
+		for _, t := range agentbench.Targets {
+			b.Run(driver+"/"+string(t), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					e.ServeInProcess(t)
+				}
+				perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+				if t == agentbench.Raw {
+					rawNs = perOp
+				} else if rawNs > 0 {
+					b.ReportMetric((perOp-rawNs)/1e3, metricName(t)+"-µs-over-raw")
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkAgentIdleMemory (issue 5) holds 500 idle streams open per target — agent runs
 // whose model waits an hour before its first chunk, and a raw SSE handler that sends the
 // same opening frames and blocks — and reports HeapInuse+StackInuse growth per open
