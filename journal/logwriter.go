@@ -67,7 +67,7 @@ type LogWriter struct {
 	mu         sync.Mutex
 	seq        int64
 	pending    *pendingDelta
-	text       []byte // the pending row's delta text; reused from row to row
+	text       []byte // the pending row's delta text; reused while rows fill by size
 	queue      []EventRow
 	lastCommit time.Time // wall clock
 	truncated  bool
@@ -367,6 +367,9 @@ func (w *LogWriter) tick() {
 	now := time.Now()
 	if w.pending != nil && now.Sub(w.pending.since) >= w.opts.FlushInterval {
 		w.seal()
+		// A row sealed by age means the deltas come slowly: a stream that waits for its
+		// model or a tool does not keep the text buffer meanwhile.
+		w.text = nil
 	}
 	if len(w.queue) > 0 && now.Sub(w.lastCommit) >= w.opts.CommitInterval {
 		if w.commit() != nil {
