@@ -50,6 +50,7 @@ type AgentRun struct {
 	id        string
 	threadID  string
 	durable   *journal.Run
+	log       *journal.LogWriter // opened by the run id's step in a durable streaming run
 
 	started    bool
 	finished   bool
@@ -93,7 +94,17 @@ func Run(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions) (*AgentRun,
 		r.wireNames[wire] = name
 		r.tools = append(r.tools, ToolSpec{Name: wire, Description: def.Description(), Parameters: params})
 	}
-	r.id, err = engine.Step(fx, "agent-run:"+agent.name, func(context.Context) (string, error) { return newRunID(), nil })
+	// The run id is a step, so a resumed run keeps its id and its log. A durable run that
+	// streams creates its log's stream in the same journal write.
+	if r.durable != nil && opts.Stream {
+		r.log, err = r.durable.CreateLogStep(fx.Context(), "agent-run:"+agent.name,
+			func() journal.Stream { return r.stream(newRunID()) }, journal.LogOptions{})
+		if err == nil {
+			r.id = r.log.StreamID()
+		}
+	} else {
+		r.id, err = engine.Step(fx, "agent-run:"+agent.name, func(context.Context) (string, error) { return newRunID(), nil })
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +204,7 @@ func (r *AgentRun) execute(ctx context.Context, sse *httpx.SSEWriter) {
 		parent.custom(agui.CustomSubagentStarted, map[string]any{"agent": r.agent.name, "runId": r.id})
 	}
 	if j := r.fx.App().Journal(); j != nil && r.opts.Stream {
-		w, err := r.openLog(ctx, j, em)
+		w, err := r.openLog(ctx, j)
 		if err != nil {
 			r.err = err
 			em.emit(agui.RunError{Message: "ai: opening the run's event log: " + err.Error()})
@@ -225,21 +236,18 @@ func (r *AgentRun) execute(ctx context.Context, sse *httpx.SSEWriter) {
 	}
 }
 
-// openLog creates the run's stream record (once; a resumed run finds it) and a log
-// writer continuing after its last row. When the last stored event of an earlier
-// execution is not a run end, that execution died mid-run: the log gets a RUN_ERROR with
-// code WorkerLost so it stays a valid AG-UI sequence before the resumed run starts.
-func (r *AgentRun) openLog(ctx context.Context, j *journal.Journal, em *emitter) (*journal.LogWriter, error) {
-	st := journal.Stream{ID: r.id, Flow: r.fx.Flow().ID(), Tenant: r.fx.Tenant()}
-	if p := r.fx.Principal(); p != nil {
-		st.PrincipalID = p.ID
-	}
-	if r.durable != nil {
-		st.RunID = r.durable.ID
-	}
-	w, err := j.CreateLog(ctx, st, r.durable, journal.LogOptions{})
-	if err != nil {
-		return nil, err
+// openLog returns the writer of the run's log: the one the run id's step opened (a
+// durable run), or one on the stream it creates here (once; a resumed run finds it),
+// continuing after its last row. When the last stored event of an earlier execution is
+// not a run end, that execution died mid-run: the log gets a RUN_ERROR with code
+// WorkerLost so it stays a valid AG-UI sequence before the resumed run starts.
+func (r *AgentRun) openLog(ctx context.Context, j *journal.Journal) (*journal.LogWriter, error) {
+	w := r.log
+	if w == nil {
+		var err error
+		if w, err = j.CreateLog(ctx, r.stream(r.id), r.durable, journal.LogOptions{}); err != nil {
+			return nil, err
+		}
 	}
 	if last := w.LastSeq(); last > 0 {
 		rows, err := j.ReadEvents(ctx, r.id, last-1, 1)
@@ -251,6 +259,18 @@ func (r *AgentRun) openLog(ctx context.Context, j *journal.Journal, em *emitter)
 		}
 	}
 	return w, nil
+}
+
+// stream is the record of the run's event log under id.
+func (r *AgentRun) stream(id string) journal.Stream {
+	st := journal.Stream{ID: id, Flow: r.fx.Flow().ID(), Tenant: r.fx.Tenant()}
+	if p := r.fx.Principal(); p != nil {
+		st.PrincipalID = p.ID
+	}
+	if r.durable != nil {
+		st.RunID = r.durable.ID
+	}
+	return st
 }
 
 func endsRun(ev json.RawMessage) bool {

@@ -170,9 +170,11 @@ type Driver interface {
 
 	// LoadSteps returns the recorded steps of a run ordered by position.
 	LoadSteps(ctx context.Context, runID string) ([]StepRecord, error)
-	// InsertStep records a step, fenced. ErrStepExists if the position is taken,
-	// ErrLeaseLost when the fence no longer matches.
-	InsertStep(ctx context.Context, f Fence, s StepRecord) error
+	// InsertStep records a step, fenced, and creates the streams opens (the event log a
+	// step begins, see [Run.CreateLogStep]) in the same write. ErrStepExists if the
+	// position is taken, ErrConflict if a stream id exists, ErrLeaseLost when the fence no
+	// longer matches; on any error nothing is stored.
+	InsertStep(ctx context.Context, f Fence, s StepRecord, opens ...Stream) error
 
 	// InsertPark records a park, fenced and idempotent: when (run, key) exists the stored
 	// park (with its decision, if any) is returned unchanged.

@@ -475,6 +475,9 @@ func (w *LogWriter) stop() {
 	}
 }
 
+// StreamID returns the id of the stream the writer appends to.
+func (w *LogWriter) StreamID() string { return w.streamID }
+
 // LastSeq returns the last seq handed out (committed or queued).
 func (w *LogWriter) LastSeq() int64 {
 	w.mu.Lock()

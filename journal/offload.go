@@ -124,8 +124,8 @@ func (o offloaded) LoadSteps(ctx context.Context, runID string) ([]StepRecord, e
 	return off(func() ([]StepRecord, error) { return o.d.LoadSteps(ctx, runID) })
 }
 
-func (o offloaded) InsertStep(ctx context.Context, f Fence, s StepRecord) error {
-	return off0(func() error { return o.d.InsertStep(ctx, f, s) })
+func (o offloaded) InsertStep(ctx context.Context, f Fence, s StepRecord, opens ...Stream) error {
+	return off0(func() error { return o.d.InsertStep(ctx, f, s, opens...) })
 }
 
 func (o offloaded) InsertPark(ctx context.Context, f Fence, p ParkRecord) (ParkRecord, error) {

@@ -102,6 +102,12 @@ func (r *Run) park(key string) *ParkRecord {
 // same message) so a replay takes the same path. Context cancellation, deadline and lease
 // loss are never recorded: the step runs again on the next execution.
 func (r *Run) Step(ctx context.Context, name string, fn func(ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+	return r.step(ctx, name, fn, nil)
+}
+
+// step is [Run.Step]; opens, when set and fn succeeded, gives the streams to create in
+// the step's write.
+func (r *Run) step(ctx context.Context, name string, fn func(ctx context.Context) (json.RawMessage, error), opens func() []Stream) (json.RawMessage, error) {
 	if fn == nil || name == "" {
 		return nil, errors.New("journal: Step needs a name and a function")
 	}
@@ -140,7 +146,11 @@ func (r *Run) Step(ctx context.Context, name string, fn func(ctx context.Context
 		}
 		rec.Result = nil
 	}
-	if werr := r.j.d.InsertStep(context.WithoutCancel(ctx), f, rec); werr != nil {
+	var streams []Stream
+	if err == nil && opens != nil {
+		streams = opens()
+	}
+	if werr := r.j.d.InsertStep(context.WithoutCancel(ctx), f, rec, streams...); werr != nil {
 		if errors.Is(werr, ErrLeaseLost) {
 			r.lose()
 		}
@@ -293,4 +303,38 @@ func (r *Run) renew(ctx context.Context) {
 	if err := r.j.d.RenewLease(ctx, f, r.j.now().Add(r.j.opts.LeaseTTL)); errors.Is(err, ErrLeaseLost) {
 		r.lose()
 	}
+}
+
+// CreateLogStep is [Run.Step] for the step that begins an event log of the run, such as
+// an agent run's: the step records the id of a new stream, as a JSON string, and the
+// driver creates the stream in the same write, so opening the log costs the run no write
+// of its own. newStream gives the stream; its RunID is set to this run's. It returns a
+// writer on the new stream. On replay newStream is asked again for the stream's other
+// fields, the recorded id replaces its id, and the stream is continued as
+// [Journal.CreateLog] does (or created, for a step recorded without one).
+func (r *Run) CreateLogStep(ctx context.Context, name string, newStream func() Stream, opts LogOptions) (*LogWriter, error) {
+	var s Stream
+	fresh := false
+	out, err := r.step(ctx, name, func(context.Context) (json.RawMessage, error) {
+		s = newStream()
+		if s.ID == "" {
+			return nil, errors.New("journal: CreateLogStep: the stream needs an id")
+		}
+		s.RunID, s.CreatedAt, s.FinishedAt = r.ID, r.j.now(), nil
+		fresh = true
+		return json.Marshal(s.ID)
+	}, func() []Stream { return []Stream{s} })
+	if err != nil {
+		return nil, err
+	}
+	if fresh {
+		return r.j.openLogWriter(ctx, s, r, 0, opts)
+	}
+	var id string
+	if err := json.Unmarshal(out, &id); err != nil || id == "" {
+		return nil, fmt.Errorf("journal: step %q of run %s recorded %s, not a stream id", name, r.ID, out)
+	}
+	s = newStream()
+	s.ID, s.RunID = id, r.ID
+	return r.j.CreateLog(ctx, s, r, opts)
 }

@@ -445,10 +445,17 @@ func logWriterCases() []testCase {
 	}
 }
 
-// countingDriver counts the driver calls that write events or end streams.
+// countingDriver counts the driver calls that write events or end streams, and stream
+// creations.
 type countingDriver struct {
 	journal.Driver
-	writes atomic.Int64
+	writes  atomic.Int64
+	creates atomic.Int64
+}
+
+func (d *countingDriver) CreateStream(ctx context.Context, s journal.Stream) error {
+	d.creates.Add(1)
+	return d.Driver.CreateStream(ctx, s)
 }
 
 func (d *countingDriver) AppendEvents(ctx context.Context, streamID string, f *journal.Fence, rows []journal.EventRow) error {

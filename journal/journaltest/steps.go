@@ -146,6 +146,105 @@ func stepCases() []testCase {
 			_, err = r2.Step(e.ctx, "x", func(context.Context) (json.RawMessage, error) { return json.RawMessage(`2`), nil })
 			must(t, "new owner Step", err)
 		}},
+		{"Steps/InsertStepCreatesItsStreamsInTheSameWrite", func(t *testing.T, e *env) {
+			j := e.journal("a")
+			r := e.begin(j)
+			step := journal.StepRecord{RunID: r.ID, Position: 0, Name: "open", Result: json.RawMessage(`"s1"`), CreatedAt: e.clock.Now()}
+			must(t, "InsertStep", e.d.InsertStep(e.ctx, r.Fence(), step, journal.Stream{ID: "s1", RunID: r.ID, Flow: "f", Tenant: "t1", CreatedAt: e.clock.Now()}))
+			st, err := e.d.GetStream(e.ctx, "s1")
+			must(t, "GetStream", err)
+			if st.RunID != r.ID || st.Flow != "f" || st.Tenant != "t1" || st.FinishedAt != nil {
+				t.Fatalf("stream = %+v", st)
+			}
+			steps, err := e.d.LoadSteps(e.ctx, r.ID)
+			must(t, "LoadSteps", err)
+			if len(steps) != 1 || string(steps[0].Result) != `"s1"` {
+				t.Fatalf("steps = %+v", steps)
+			}
+		}},
+		{"Steps/InsertStepStoresNothingWhenItsStreamExistsOrItsFenceIsStale", func(t *testing.T, e *env) {
+			j := e.journal("a")
+			r := e.begin(j)
+			e.stream(j, "taken", r.ID)
+			at := func(pos int) journal.StepRecord {
+				return journal.StepRecord{RunID: r.ID, Position: pos, Name: "open", Result: json.RawMessage(`"x"`), CreatedAt: e.clock.Now()}
+			}
+			if err := e.d.InsertStep(e.ctx, r.Fence(), at(0), journal.Stream{ID: "taken", RunID: r.ID}); !errors.Is(err, journal.ErrConflict) {
+				t.Fatalf("existing stream err = %v, want ErrConflict", err)
+			}
+			stale := r.Fence()
+			stale.Epoch--
+			if err := e.d.InsertStep(e.ctx, stale, at(0), journal.Stream{ID: "fresh", RunID: r.ID}); !errors.Is(err, journal.ErrLeaseLost) {
+				t.Fatalf("stale fence err = %v, want ErrLeaseLost", err)
+			}
+			must(t, "InsertStep", e.d.InsertStep(e.ctx, r.Fence(), at(0)))
+			if err := e.d.InsertStep(e.ctx, r.Fence(), at(0), journal.Stream{ID: "fresh", RunID: r.ID}); !errors.Is(err, journal.ErrStepExists) {
+				t.Fatalf("taken position err = %v, want ErrStepExists", err)
+			}
+			if _, err := e.d.GetStream(e.ctx, "fresh"); !errors.Is(err, journal.ErrNotFound) {
+				t.Fatalf("a failed InsertStep created its stream: err = %v", err)
+			}
+			steps, err := e.d.LoadSteps(e.ctx, r.ID)
+			must(t, "LoadSteps", err)
+			if len(steps) != 1 || string(steps[0].Result) != `"x"` {
+				t.Fatalf("steps = %+v, want only the one stored without a stream", steps)
+			}
+		}},
+		{"Steps/CreateLogStepOpensTheLogInTheStepsWriteAndContinuesItOnReplay", func(t *testing.T, e *env) {
+			cd := &countingDriver{Driver: e.d}
+			a := e.journalOn(cd, "a")
+			r := e.begin(a)
+			newStream := func() journal.Stream {
+				return journal.Stream{ID: "agent-1", Flow: "chat", Tenant: "t1", PrincipalID: "u1"}
+			}
+			w, err := r.CreateLogStep(e.ctx, "agent-run", newStream, quiet)
+			must(t, "CreateLogStep", err)
+			if n := cd.creates.Load(); n != 0 {
+				t.Fatalf("CreateLogStep made %d CreateStream calls, want the stream created by the step's write", n)
+			}
+			st, err := a.GetStream(e.ctx, "agent-1")
+			must(t, "GetStream", err)
+			if w.StreamID() != "agent-1" || st.RunID != r.ID || st.PrincipalID != "u1" || st.Flow != "chat" {
+				t.Fatalf("writer on %q, stream %+v", w.StreamID(), st)
+			}
+			write(t, e, w, `{"type":"RUN_STARTED"}`)
+			must(t, "Close", w.Close(e.ctx))
+			must(t, "Release", r.Release(e.ctx))
+
+			b := e.journal("b")
+			r2, err := b.Claim(e.ctx, r.ID)
+			must(t, "Claim", err)
+			w2, err := r2.CreateLogStep(e.ctx, "agent-run", func() journal.Stream {
+				return journal.Stream{ID: "agent-2", Flow: "chat", Tenant: "t1", PrincipalID: "u1"} // a replay keeps the recorded id
+			}, quiet)
+			must(t, "CreateLogStep on replay", err)
+			if w2.StreamID() != "agent-1" || w2.LastSeq() != 1 {
+				t.Fatalf("replay writer on %q after seq %d, want agent-1 after 1", w2.StreamID(), w2.LastSeq())
+			}
+			must(t, "Close", w2.Close(e.ctx))
+			if _, err := b.GetStream(e.ctx, "agent-2"); !errors.Is(err, journal.ErrNotFound) {
+				t.Fatalf("the replay created a second stream: err = %v", err)
+			}
+		}},
+		{"Steps/CreateLogStepCreatesTheStreamOfAStepRecordedWithoutOne", func(t *testing.T, e *env) {
+			// A run recorded by a version that stored the id step and the stream apart may
+			// have stopped between the two.
+			a := e.journal("a")
+			r := e.begin(a)
+			_, err := r.Step(e.ctx, "agent-run", func(context.Context) (json.RawMessage, error) { return json.RawMessage(`"agent-1"`), nil })
+			must(t, "Step", err)
+			must(t, "Release", r.Release(e.ctx))
+			r2, err := a.Claim(e.ctx, r.ID)
+			must(t, "Claim", err)
+			w, err := r2.CreateLogStep(e.ctx, "agent-run", func() journal.Stream { return journal.Stream{ID: "other", Flow: "chat"} }, quiet)
+			must(t, "CreateLogStep", err)
+			st, err := a.GetStream(e.ctx, "agent-1")
+			must(t, "GetStream", err)
+			if w.StreamID() != "agent-1" || st.RunID != r.ID || st.Flow != "chat" {
+				t.Fatalf("writer on %q, stream %+v", w.StreamID(), st)
+			}
+			must(t, "Close", w.Close(e.ctx))
+		}},
 		{"Steps/DriverRejectsDuplicatePosition", func(t *testing.T, e *env) {
 			a := e.journal("a")
 			r := e.begin(a)

@@ -178,7 +178,7 @@ func (d *Driver) LoadSteps(_ context.Context, runID string) ([]journal.StepRecor
 }
 
 // InsertStep implements journal.Driver.
-func (d *Driver) InsertStep(_ context.Context, f journal.Fence, s journal.StepRecord) error {
+func (d *Driver) InsertStep(_ context.Context, f journal.Fence, s journal.StepRecord, opens ...journal.Stream) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e, err := d.fenced(f)
@@ -189,6 +189,14 @@ func (d *Driver) InsertStep(_ context.Context, f journal.Fence, s journal.StepRe
 		if old.Position == s.Position {
 			return journal.ErrStepExists
 		}
+	}
+	for i, st := range opens {
+		if _, ok := d.streams[st.ID]; ok || slices.ContainsFunc(opens[:i], func(o journal.Stream) bool { return o.ID == st.ID }) {
+			return journal.ErrConflict
+		}
+	}
+	for _, st := range opens {
+		d.streams[st.ID] = &st
 	}
 	s.Result = clone(s.Result)
 	e.steps = append(e.steps, s)

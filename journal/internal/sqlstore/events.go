@@ -27,7 +27,12 @@ func (s *Store) notify(ctx context.Context, streamID string) {
 
 // CreateStream implements journal.Driver.
 func (s *Store) CreateStream(ctx context.Context, st journal.Stream) error {
-	res, err := s.exec(ctx, `INSERT INTO `+s.streams+` (id, run_id, flow, principal_id, tenant, created_at) VALUES (?,?,?,?,?,?)
+	return s.createStream(ctx, s, st)
+}
+
+// createStream inserts a stream record through ex, the store or a transaction.
+func (s *Store) createStream(ctx context.Context, ex execer, st journal.Stream) error {
+	res, err := ex.ExecContext(ctx, `INSERT INTO `+s.streams+` (id, run_id, flow, principal_id, tenant, created_at) VALUES (?,?,?,?,?,?)
 		ON CONFLICT (id) DO NOTHING`, st.ID, st.RunID, st.Flow, st.PrincipalID, st.Tenant, ns(st.CreatedAt))
 	if err != nil {
 		return err

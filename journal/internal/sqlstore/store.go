@@ -282,7 +282,7 @@ func (s *Store) LoadSteps(ctx context.Context, runID string) ([]journal.StepReco
 }
 
 // InsertStep implements journal.Driver.
-func (s *Store) InsertStep(ctx context.Context, f journal.Fence, st journal.StepRecord) error {
+func (s *Store) InsertStep(ctx context.Context, f journal.Fence, st journal.StepRecord, opens ...journal.Stream) error {
 	return s.tx(ctx, func(ctx context.Context, tx *txq) error {
 		if err := s.checkFence(ctx, tx, f); err != nil {
 			return err
@@ -294,6 +294,11 @@ func (s *Store) InsertStep(ctx context.Context, f journal.Fence, st journal.Step
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return journal.ErrStepExists
+		}
+		for _, o := range opens {
+			if err := s.createStream(ctx, tx, o); err != nil {
+				return err // the transaction rolls back: the step is not stored either
+			}
 		}
 		return nil
 	})
