@@ -156,11 +156,7 @@ func stepCases() []testCase {
 			if st.RunID != r.ID || st.Flow != "f" || st.Tenant != "t1" || st.FinishedAt != nil {
 				t.Fatalf("stream = %+v", st)
 			}
-			steps, err := e.d.LoadSteps(e.ctx, r.ID)
-			must(t, "LoadSteps", err)
-			if len(steps) != 1 || string(steps[0].Result) != `"s1"` {
-				t.Fatalf("steps = %+v", steps)
-			}
+			e.onlyStep(t, r.ID, `"s1"`)
 		}},
 		{"Steps/InsertStepStoresNothingWhenItsStreamExistsOrItsFenceIsStale", func(t *testing.T, e *env) {
 			j := e.journal("a")
@@ -184,11 +180,7 @@ func stepCases() []testCase {
 			if _, err := e.d.GetStream(e.ctx, "fresh"); !errors.Is(err, journal.ErrNotFound) {
 				t.Fatalf("a failed InsertStep created its stream: err = %v", err)
 			}
-			steps, err := e.d.LoadSteps(e.ctx, r.ID)
-			must(t, "LoadSteps", err)
-			if len(steps) != 1 || string(steps[0].Result) != `"x"` {
-				t.Fatalf("steps = %+v, want only the one stored without a stream", steps)
-			}
+			e.onlyStep(t, r.ID, `"x"`) // the one stored without a stream
 		}},
 		{"Steps/CreateLogStepOpensTheLogInTheStepsWriteAndContinuesItOnReplay", func(t *testing.T, e *env) {
 			cd := &countingDriver{Driver: e.d}
@@ -254,5 +246,15 @@ func stepCases() []testCase {
 				t.Fatalf("duplicate position err = %v", err)
 			}
 		}},
+	}
+}
+
+// onlyStep fails t unless the run's one recorded step holds result.
+func (e *env) onlyStep(t *testing.T, runID, result string) {
+	t.Helper()
+	steps, err := e.d.LoadSteps(e.ctx, runID)
+	must(t, "LoadSteps", err)
+	if len(steps) != 1 || string(steps[0].Result) != result {
+		t.Fatalf("steps = %+v, want one holding %s", steps, result)
 	}
 }
