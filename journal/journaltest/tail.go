@@ -85,6 +85,17 @@ func (e *env) followAll(j *journal.Journal, id string, after int64, limit int) (
 	return nil, false
 }
 
+// wantFollow follows id through j from after, in batches of limit, and fails the case
+// unless it delivers exactly the rows after+1..last and is finished as finished says.
+func (e *env) wantFollow(j *journal.Journal, id string, after int64, limit int, last int64, finished bool) {
+	e.t.Helper()
+	seqs, done := e.followAll(j, id, after, limit)
+	if !slices.Equal(seqs, span(after+1, last)) || done != finished {
+		e.t.Fatalf("%s follows %s from %d (batches of %d): %v, finished %v; want %d..%d, finished %v",
+			j.Owner(), id, after, limit, seqs, done, after+1, last, finished)
+	}
+}
+
 func span(from, to int64) []int64 {
 	var out []int64
 	for s := from; s <= to; s++ {
@@ -102,10 +113,7 @@ func tailCases() []testCase {
 			must(t, "NewLogWriter", err)
 			structural(t, e, w, 5)
 			c.n.Store(0)
-			seqs, finished := e.followAll(j, "s1", 2, 2)
-			if !slices.Equal(seqs, span(3, 5)) || finished {
-				t.Fatalf("follow from 2 = %v (finished %v), want 3..5 unfinished", seqs, finished)
-			}
+			e.wantFollow(j, "s1", 2, 2, 5, false)
 			// The last read found nothing after row 5 of an unfinished stream: that one
 			// asks the database, since another instance may have continued the run.
 			if n := c.n.Load(); n != 1 {
@@ -114,9 +122,7 @@ func tailCases() []testCase {
 			must(t, "Close", w.Close(e.ctx))
 			must(t, "FinishStream", j.FinishStream(e.ctx, "s1"))
 			c.n.Store(0)
-			if seqs, finished := e.followAll(j, "s1", 0, 500); !slices.Equal(seqs, span(1, 5)) || !finished {
-				t.Fatalf("follow from 0 = %v (finished %v), want 1..5 finished", seqs, finished)
-			}
+			e.wantFollow(j, "s1", 0, 500, 5, true)
 			st, rows, err := j.ReadStream(e.ctx, "s1", 5, 10)
 			must(t, "ReadStream", err)
 			if len(rows) != 0 || st.FinishedAt == nil || st.PrincipalID != "u1" || st.Tenant != "t1" || st.Flow != "f" {
@@ -140,15 +146,11 @@ func tailCases() []testCase {
 			e.logRows(a, "s1", nil, 3)
 			must(t, "FinishStream", a.FinishStream(e.ctx, "s1"))
 			c.n.Store(0)
-			if seqs, finished := e.followAll(a, "s1", 3, 500); !slices.Equal(seqs, span(4, 6)) || !finished {
-				t.Fatalf("follow from 3 = %v (finished %v), want 4..6 finished", seqs, finished)
-			}
+			e.wantFollow(a, "s1", 3, 500, 6, true)
 			if n := c.n.Load(); n != 0 {
 				t.Fatalf("rows a wrote took %d driver reads, want 0", n)
 			}
-			if seqs, finished := e.followAll(a, "s1", 1, 500); !slices.Equal(seqs, span(2, 6)) || !finished {
-				t.Fatalf("follow from 1 = %v (finished %v), want 2..6 finished", seqs, finished)
-			}
+			e.wantFollow(a, "s1", 1, 500, 6, true)
 			if n := c.n.Load(); n != 1 {
 				t.Fatalf("rows b wrote took %d driver reads, want 1", n)
 			}
@@ -160,25 +162,19 @@ func tailCases() []testCase {
 			e.logRows(a, "s1", nil, 3)
 			// b takes over (as after a lease expiry) and appends; a's tail knows nothing of it.
 			e.logRows(b, "s1", nil, 3)
-			if seqs, finished := e.followAll(a, "s1", 0, 2); !slices.Equal(seqs, span(1, 6)) || finished {
-				t.Fatalf("a follows %v (finished %v), want 1..6 unfinished", seqs, finished)
-			}
+			e.wantFollow(a, "s1", 0, 2, 6, false)
 			// a appends row 7 directly, then b row 8: each time a's tail no longer
 			// continues and restarts at a's next row.
 			must(t, "AppendEvents a", a.AppendEvents(e.ctx, "s1", nil, rows(7)...))
 			for after := range int64(7) {
-				if seqs, finished := e.followAll(a, "s1", after, 2); !slices.Equal(seqs, span(after+1, 7)) || finished {
-					t.Fatalf("a follows from %d: %v (finished %v), want %d..7 unfinished", after, seqs, finished, after+1)
-				}
+				e.wantFollow(a, "s1", after, 2, 7, false)
 			}
 			e.logRows(b, "s1", nil, 1)
 			e.logRows(a, "s1", nil, 2)
 			must(t, "FinishStream", a.FinishStream(e.ctx, "s1"))
 			for _, j := range []*journal.Journal{a, b} {
 				for after := range int64(11) {
-					if seqs, finished := e.followAll(j, "s1", after, 2); !slices.Equal(seqs, span(after+1, 10)) || !finished {
-						t.Fatalf("%s follows from %d: %v (finished %v), want %d..10 finished", j.Owner(), after, seqs, finished, after+1)
-					}
+					e.wantFollow(j, "s1", after, 2, 10, true)
 				}
 			}
 		}},
@@ -191,17 +187,13 @@ func tailCases() []testCase {
 			must(t, "FinishStream b", b.FinishStream(e.ctx, "s1"))
 			// a finishes too: the driver finds the stream finished and says nothing more.
 			must(t, "FinishStream a", a.FinishStream(e.ctx, "s1"))
-			if seqs, finished := e.followAll(a, "s1", 0, 2); !slices.Equal(seqs, span(1, 5)) || !finished {
-				t.Fatalf("a follows %v (finished %v), want 1..5 finished", seqs, finished)
-			}
+			e.wantFollow(a, "s1", 0, 2, 5, true)
 			// When a's tail does end at the last row, a's finish makes it complete.
 			e.stream(a, "s2", "")
 			e.logRows(a, "s2", nil, 3)
 			must(t, "FinishStream a s2", a.FinishStream(e.ctx, "s2"))
 			c.n.Store(0)
-			if seqs, finished := e.followAll(a, "s2", 0, 2); !slices.Equal(seqs, span(1, 3)) || !finished {
-				t.Fatalf("a follows s2 %v (finished %v), want 1..3 finished", seqs, finished)
-			}
+			e.wantFollow(a, "s2", 0, 2, 3, true)
 			if n := c.n.Load(); n != 0 {
 				t.Fatalf("s2 took %d driver reads, want 0", n)
 			}
@@ -239,9 +231,7 @@ func tailCases() []testCase {
 				t.Fatalf("fresh tail: %d driver reads, want 0", n)
 			}
 			e.clock.Advance(30 * time.Second)
-			if seqs, finished := e.followAll(j, "s1", 0, 500); !slices.Equal(seqs, span(1, 3)) || !finished {
-				t.Fatalf("follow = %v (finished %v)", seqs, finished)
-			}
+			e.wantFollow(j, "s1", 0, 500, 3, true)
 			if n := c.n.Load(); n != 1 {
 				t.Fatalf("expired tail: %d driver reads, want 1", n)
 			}
@@ -283,15 +273,11 @@ func tailCases() []testCase {
 			must(t, "Close", w.Close(e.ctx))
 			must(t, "FinishStream", j.FinishStream(e.ctx, "s1"))
 			c.n.Store(0)
-			if seqs, finished := e.followAll(j, "s1", 29, 500); !slices.Equal(seqs, []int64{30}) || !finished {
-				t.Fatalf("follow from 29 = %v (finished %v)", seqs, finished)
-			}
+			e.wantFollow(j, "s1", 29, 500, 30, true)
 			if n := c.n.Load(); n != 0 {
 				t.Fatalf("the newest row took %d driver reads, want 0", n)
 			}
-			if seqs, finished := e.followAll(j, "s1", 0, 7); !slices.Equal(seqs, span(1, 30)) || !finished {
-				t.Fatalf("follow from 0 = %v (finished %v)", seqs, finished)
-			}
+			e.wantFollow(j, "s1", 0, 7, 30, true)
 			if c.n.Load() == 0 {
 				t.Fatal("rows beyond the budget were served without the database")
 			}
