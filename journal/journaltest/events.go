@@ -179,6 +179,37 @@ func eventCases() []testCase {
 				t.Fatalf("append to unknown stream err = %v", err)
 			}
 		}},
+		{"Events/StoredRowsDoNotShareTheCallersBytes", func(t *testing.T, e *env) {
+			e.stream(e.journal("a"), "s1", "")
+			// The rows of each write are cut from one buffer, as a log writer's may be;
+			// overwriting it after the write, or the bytes a read returned, changes nothing
+			// stored.
+			buf := []byte(`{"type":"STEP_STARTED","stepName":"a"}{"type":"STEP_STARTED","stepName":"b"}`)
+			half := len(buf) / 2
+			batch := func(first int64) []journal.EventRow {
+				return []journal.EventRow{{Seq: first, Event: buf[:half]}, {Seq: first + 1, Event: buf[half:]}}
+			}
+			want := string(buf)
+			must(t, "AppendEvents", e.d.AppendEvents(e.ctx, "s1", nil, batch(1)))
+			clear(buf)
+			copy(buf, want)
+			_, err := e.d.FinishStream(e.ctx, "s1", nil, batch(3), e.clock.Now())
+			must(t, "FinishStream", err)
+			clear(buf)
+			got, err := e.d.ReadEvents(e.ctx, "s1", 0, 10)
+			must(t, "ReadEvents", err)
+			clear(got[0].Event)
+			got, err = e.d.ReadEvents(e.ctx, "s1", 0, 10)
+			must(t, "ReadEvents", err)
+			if len(got) != 4 {
+				t.Fatalf("%d rows stored, want 4", len(got))
+			}
+			for _, r := range got {
+				if string(r.Event) != want[:half] && string(r.Event) != want[half:] {
+					t.Fatalf("row %d reads %q after the caller reused its bytes", r.Seq, r.Event)
+				}
+			}
+		}},
 		{"Events/ReadStream", func(t *testing.T, e *env) {
 			j := e.journal("a")
 			if _, _, err := j.ReadStream(e.ctx, "nope", 0, 10); !errors.Is(err, journal.ErrNotFound) {

@@ -17,7 +17,7 @@ func (d *Driver) CreateStream(_ context.Context, s journal.Stream) error {
 	if _, ok := d.streams[s.ID]; ok {
 		return journal.ErrConflict
 	}
-	d.streams[s.ID] = &s
+	d.streams[s.ID] = &streamEntry{Stream: s}
 	return nil
 }
 
@@ -34,7 +34,7 @@ func (d *Driver) stream(id string) (journal.Stream, error) {
 	if !ok {
 		return journal.Stream{}, journal.ErrNotFound
 	}
-	c := *s
+	c := s.Stream
 	if s.FinishedAt != nil {
 		t := *s.FinishedAt
 		c.FinishedAt = &t
@@ -75,7 +75,7 @@ func (d *Driver) AppendEvents(_ context.Context, streamID string, f *journal.Fen
 // appendLocked stores rows that continue the stream gap-free, all or none, and returns
 // the stream and its last seq afterwards. fenced applies the lease check of a durable
 // run's stream. d.mu must be held.
-func (d *Driver) appendLocked(streamID string, f *journal.Fence, rows []journal.EventRow, fenced bool) (*journal.Stream, int64, error) {
+func (d *Driver) appendLocked(streamID string, f *journal.Fence, rows []journal.EventRow, fenced bool) (*streamEntry, int64, error) {
 	s, ok := d.streams[streamID]
 	if !ok {
 		return nil, 0, journal.ErrNotFound
@@ -88,11 +88,7 @@ func (d *Driver) appendLocked(streamID string, f *journal.Fence, rows []journal.
 			return nil, 0, err
 		}
 	}
-	evs := d.events[streamID]
-	last := int64(0)
-	if len(evs) > 0 {
-		last = evs[len(evs)-1].Seq
-	}
+	last := s.lastSeq()
 	for i, r := range rows {
 		want := last + int64(i) + 1
 		if r.Seq < want {
@@ -102,14 +98,26 @@ func (d *Driver) appendLocked(streamID string, f *journal.Fence, rows []journal.
 			return nil, 0, journal.ErrSeqGap
 		}
 	}
+	if len(rows) == 0 {
+		return s, last, nil
+	}
+	// The rows' events are copied into one allocation.
+	n := 0
 	for _, r := range rows {
-		evs = append(evs, journal.EventRow{Seq: r.Seq, Event: clone(r.Event)})
+		n += len(r.Event)
 	}
-	if len(rows) > 0 {
-		d.events[streamID] = evs
-		last = rows[len(rows)-1].Seq
+	buf := make([]byte, 0, n)
+	s.rows = slices.Grow(s.rows, len(rows))
+	for _, r := range rows {
+		var ev json.RawMessage
+		if r.Event != nil {
+			start := len(buf)
+			buf = append(buf, r.Event...)
+			ev = buf[start:len(buf):len(buf)]
+		}
+		s.rows = append(s.rows, journal.EventRow{Seq: r.Seq, Event: ev})
 	}
-	return s, last, nil
+	return s, rows[len(rows)-1].Seq, nil
 }
 
 // ReadEvents implements journal.Driver.
@@ -132,7 +140,11 @@ func (d *Driver) ReadStream(_ context.Context, id string, after int64, limit int
 
 // readEvents copies up to limit rows after seq after; d.mu must be held.
 func (d *Driver) readEvents(streamID string, after int64, limit int) []journal.EventRow {
-	evs := d.events[streamID]
+	s, ok := d.streams[streamID]
+	if !ok {
+		return nil
+	}
+	evs := s.rows
 	i := sort.Search(len(evs), func(i int) bool { return evs[i].Seq > after })
 	var out []journal.EventRow
 	for ; i < len(evs) && len(out) < limit; i++ {
@@ -145,11 +157,19 @@ func (d *Driver) readEvents(streamID string, after int64, limit int) []journal.E
 func (d *Driver) LastSeq(_ context.Context, streamID string) (int64, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	evs := d.events[streamID]
-	if len(evs) == 0 {
+	s, ok := d.streams[streamID]
+	if !ok {
 		return 0, nil
 	}
-	return evs[len(evs)-1].Seq, nil
+	return s.lastSeq(), nil
+}
+
+// lastSeq is the seq of the stream's last row, 0 when it has none.
+func (s *streamEntry) lastSeq() int64 {
+	if len(s.rows) == 0 {
+		return 0
+	}
+	return s.rows[len(s.rows)-1].Seq
 }
 
 // Subscribe implements journal.Driver.
@@ -168,7 +188,6 @@ func (d *Driver) DeleteFinishedStreams(_ context.Context, before time.Time, limi
 		}
 		if s.FinishedAt != nil && s.FinishedAt.Before(before) {
 			delete(d.streams, id)
-			delete(d.events, id)
 			n++
 		}
 	}
@@ -182,7 +201,7 @@ func (d *Driver) StaleStreams(_ context.Context, before time.Time, limit int) ([
 	var out []journal.Stream
 	for _, s := range d.streams {
 		if s.FinishedAt == nil && s.CreatedAt.Before(before) {
-			out = append(out, *s)
+			out = append(out, s.Stream)
 		}
 	}
 	slices.SortFunc(out, func(a, b journal.Stream) int { return a.CreatedAt.Compare(b.CreatedAt) })
@@ -200,12 +219,7 @@ func (d *Driver) CloseStream(_ context.Context, id string, event json.RawMessage
 		d.mu.Unlock()
 		return journal.ErrNotFound
 	}
-	evs := d.events[id]
-	seq := int64(1)
-	if len(evs) > 0 {
-		seq = evs[len(evs)-1].Seq + 1
-	}
-	d.events[id] = []journal.EventRow{{Seq: seq, Event: clone(event)}}
+	s.rows = []journal.EventRow{{Seq: s.lastSeq() + 1, Event: clone(event)}}
 	if s.FinishedAt == nil {
 		s.FinishedAt = &now
 	}

@@ -23,9 +23,14 @@ type Driver struct {
 	mu      sync.Mutex
 	runs    map[string]*entry
 	leases  map[string]lease
-	streams map[string]*journal.Stream
-	events  map[string][]journal.EventRow
+	streams map[string]*streamEntry
 	hub     *wake.Hub
+}
+
+// streamEntry is a stream with its rows, so one map lookup finds both.
+type streamEntry struct {
+	journal.Stream
+	rows []journal.EventRow // gap-free by seq
 }
 
 // entry is a run with its steps and parks, so one map lookup finds everything.
@@ -56,8 +61,7 @@ func New() *Driver {
 	return &Driver{
 		runs:    map[string]*entry{},
 		leases:  map[string]lease{},
-		streams: map[string]*journal.Stream{},
-		events:  map[string][]journal.EventRow{},
+		streams: map[string]*streamEntry{},
 		hub:     wake.New(),
 	}
 }
@@ -196,7 +200,7 @@ func (d *Driver) InsertStep(_ context.Context, f journal.Fence, s journal.StepRe
 		}
 	}
 	for _, st := range opens {
-		d.streams[st.ID] = &st
+		d.streams[st.ID] = &streamEntry{Stream: st}
 	}
 	s.Result = clone(s.Result)
 	e.steps = append(e.steps, s)
