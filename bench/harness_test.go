@@ -45,7 +45,7 @@ func TestHarness(t *testing.T) {
 				if b.Frames != 3*e.FramesPerRun() {
 					t.Fatalf("%s: %d frames", target, b.Frames)
 				}
-				if target == agentbench.Raw {
+				if !target.Logged() {
 					continue
 				}
 				rows, deltaRows, err := e.LogRows(ctx, b.RunIDs)

@@ -1,6 +1,8 @@
 // Command agentbench measures agent streaming (issue 5) outside `go test`: N concurrent
 // agent runs of M text deltas on the scripted provider, over loopback, against a raw SSE
-// handler writing the same frames, and the memory an idle open stream holds. It prints a
+// handler writing the same frames, and the memory an idle open stream holds. The targets
+// are raw, agent-unlogged (the plain flow in an app without a journal, so without an event
+// log), agent (plain, with the journal -driver names) and agent-durable. It prints a
 // progress line on stderr while it runs and the table of medians on stdout.
 //
 //	go run ./bench/cmd/agentbench                          # N=16, M=200, memory journal, 5 rounds
@@ -155,7 +157,7 @@ func printTable(out io.Writer, c config, e *agentbench.Env, sum []agentbench.Sum
 	fmt.Fprintln(tw, "target\tframes/s\tx-raw\tCPU/frame\tx-raw (CPU)\tallocs/frame\tB/frame\twrites/frame\tfirst frame\trows/1k deltas\tdelta rows/1k\t")
 	for _, s := range sum {
 		rows, drows := "-", "-"
-		if s.Target != agentbench.Raw {
+		if s.Target.Logged() {
 			rows, drows = fmt.Sprintf("%.1f", s.RowsPer1k), fmt.Sprintf("%.1f", s.DeltaRowsPer1k)
 		}
 		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%s\t%.2f\t%.1f\t%.0f\t%.3f\t%s\t%s\t%s\t\n", s.Target, s.FramesPerSec, s.XRaw,

@@ -108,11 +108,12 @@ const IdleWait = time.Hour
 
 // Env is a running harness: the app, its journal and a loopback server.
 type Env struct {
-	URL     string
-	App     *engine.App
-	Journal *journal.Journal
-	Driver  string
-	Deltas  int
+	URL      string
+	App      *engine.App // the agent flows, with the journal
+	Unlogged *engine.App // the plain agent flows without a journal, under /unlogged ([Unlogged])
+	Journal  *journal.Journal
+	Driver   string
+	Deltas   int
 
 	// WhileIdle, when set, is called by [Env.IdleMemory] while its streams are open and
 	// measured (to take a heap profile of them, for instance).
@@ -123,6 +124,7 @@ type Env struct {
 	writes     atomic.Int64 // server connection writes, see countingListener
 	client     *http.Client
 	srv        *httptest.Server
+	mux        *http.ServeMux // every target's handler
 	cleanup    []func()
 	raw        transcript // the frames of one streamed run, replayed by the raw handler
 	idle       transcript // the frames an idle run sends before it waits
@@ -166,7 +168,9 @@ func New(ctx context.Context, opts Options) (_ *Env, err error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /raw/stream", e.serveRawStream)
 	mux.HandleFunc("POST /raw/idle", e.serveRawIdle)
+	mux.Handle(unloggedPrefix+"/", http.StripPrefix(unloggedPrefix, e.Unlogged.Handler()))
 	mux.Handle("/", e.App.Handler())
+	e.mux = mux
 	e.srv = httptest.NewUnstartedServer(mux)
 	e.srv.Listener = countingListener{Listener: e.srv.Listener, writes: &e.writes}
 	e.srv.Start()
@@ -195,10 +199,23 @@ func (e *Env) startApp(ctx context.Context, opts Options) error {
 			return ai.Run(fx, a, in.Message, ai.RunOptions{Stream: true})
 		}
 	}
-	app, err := engine.New(
-		engine.WithLogger(slog.New(slog.DiscardHandler)),
+	start := func(opts ...engine.Option) (*engine.App, error) {
+		app, err := engine.New(append([]engine.Option{engine.WithLogger(slog.New(slog.DiscardHandler)), ai.Install(ai.Options{})}, opts...)...)
+		if err != nil {
+			return nil, fmt.Errorf("agentbench: app: %w", err)
+		}
+		if err := app.Start(ctx); err != nil {
+			return nil, fmt.Errorf("agentbench: start: %w", err)
+		}
+		e.cleanup = append(e.cleanup, func() { _ = app.Close(context.Background()) })
+		return app, nil
+	}
+	var err error
+	if e.Unlogged, err = start(engine.Bind(streamPlain, run(streamer)), engine.Bind(idlePlain, run(idler))); err != nil {
+		return err
+	}
+	e.App, err = start(
 		engine.WithJournal(e.Journal),
-		ai.Install(ai.Options{}),
 		engine.Bind(streamPlain, run(streamer)),
 		engine.Bind(streamDur, run(streamer)),
 		engine.Bind(idlePlain, run(idler)),
@@ -208,16 +225,11 @@ func (e *Env) startApp(ctx context.Context, opts Options) error {
 			ai.Approval(func(in TransferIn) bool { return in.Amount > 100 })),
 		engine.Bind(pingFlow, func(*engine.Fx, Empty) (Empty, error) { return Empty{}, nil }),
 	)
-	if err != nil {
-		return fmt.Errorf("agentbench: app: %w", err)
-	}
-	if err := app.Start(ctx); err != nil {
-		return fmt.Errorf("agentbench: start: %w", err)
-	}
-	e.App = app
-	e.cleanup = append(e.cleanup, func() { _ = app.Close(context.Background()) })
-	return nil
+	return err
 }
+
+// unloggedPrefix is where the [Unlogged] target's app is served.
+const unloggedPrefix = "/unlogged"
 
 // openDriver opens the journal driver the options name, on a fresh database (a temp
 // SQLite file in WAL mode, or tables with a random prefix dropped at Close).

@@ -64,7 +64,7 @@ func (e *Env) Round(ctx context.Context, n, round int) ([]Sample, error) {
 		if s.FirstFrame, err = e.firstFrame(ctx, t, 3); err != nil {
 			return nil, err
 		}
-		if t != Raw {
+		if t.Logged() {
 			rows, deltaRows, err := e.LogRows(ctx, runIDs)
 			if err != nil {
 				return nil, err

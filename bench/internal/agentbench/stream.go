@@ -21,18 +21,26 @@ import (
 // Target is what a stream request goes to.
 type Target string
 
-// The stream targets: the raw SSE handler (the baseline) and the agent flows.
+// The stream targets: the raw SSE handler (the baseline) and the agent flows. Unlogged
+// is the plain agent flow in an app without a journal, so its runs keep no event log:
+// beside Agent it shows what the log costs, in the same process and the same round.
 const (
-	Raw     Target = "raw"
-	Agent   Target = "agent"
-	Durable Target = "agent-durable"
+	Raw      Target = "raw"
+	Unlogged Target = "agent-unlogged"
+	Agent    Target = "agent"
+	Durable  Target = "agent-durable"
 )
 
 // Targets lists every target in the order tables show them.
-var Targets = []Target{Raw, Agent, Durable}
+var Targets = []Target{Raw, Unlogged, Agent, Durable}
+
+// Logged reports whether the target's runs store an event log in the journal.
+func (t Target) Logged() bool { return t == Agent || t == Durable }
 
 func (t Target) streamPath() string {
 	switch t {
+	case Unlogged:
+		return unloggedPrefix + "/agentbench/stream"
 	case Agent:
 		return "/agentbench/stream"
 	case Durable:
@@ -43,6 +51,8 @@ func (t Target) streamPath() string {
 
 func (t Target) idlePath() string {
 	switch t {
+	case Unlogged:
+		return unloggedPrefix + "/agentbench/idle"
 	case Agent:
 		return "/agentbench/idle"
 	case Durable:
@@ -302,7 +312,7 @@ func (e *Env) ServeInProcess(t Target) {
 		e.serveRawStream(w, r)
 		return
 	}
-	e.App.Handler().ServeHTTP(w, r)
+	e.mux.ServeHTTP(w, r)
 }
 
 // discardWriter is an http.ResponseWriter and http.Flusher that keeps nothing.
