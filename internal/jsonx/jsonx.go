@@ -53,7 +53,11 @@ func IsMarshalledString(b []byte) bool {
 		return false
 	}
 	for i := 1; i < len(b); i++ {
-		switch c := b[i]; {
+		c := b[i]
+		if plain[c] {
+			continue
+		}
+		switch {
 		case c == '"':
 			return i == len(b)-1
 		case c < 0x20, c == '<', c == '>', c == '&':
@@ -84,6 +88,16 @@ func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' ||
 
 const hexDigits = "0123456789abcdef"
 
+// plain marks the bytes encoding/json copies into a string unchanged and that start no
+// multi-byte rune: ASCII from space up, except '"', '\\', '<', '>' and '&'. One table
+// lookup per byte keeps the loops over long texts (a run's final output) tight.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // AppendString writes s as a JSON string exactly as encoding/json does: HTML-sensitive
 // characters, U+2028 and U+2029 escaped, invalid UTF-8 replaced by U+FFFD.
 func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
@@ -97,11 +111,11 @@ func appendString[S string | []byte](dst []byte, s S) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		b := s[i]
+		if plain[b] {
+			i++
+			continue
+		}
 		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch b {
 			case '"', '\\':

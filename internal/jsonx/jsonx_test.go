@@ -2,6 +2,7 @@ package jsonx
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 )
 
@@ -31,5 +32,54 @@ func TestAppendBytesDoesNotAllocateBeyondItsResult(t *testing.T) {
 	dst := make([]byte, 0, 256)
 	if n := testing.AllocsPerRun(100, func() { _ = AppendBytes(dst[:0], text) }); n != 0 {
 		t.Errorf("AppendBytes allocated %v times into a buffer that has room", n)
+	}
+}
+
+// FuzzIsMarshalledString holds IsMarshalledString to its promise: what it accepts,
+// json.Marshal of it as a json.RawMessage returns unchanged, and it accepts every string
+// json.Marshal writes.
+func FuzzIsMarshalledString(f *testing.F) {
+	for _, s := range []string{`""`, `"tok1 "`, `"say \"hi\""`, `"\u003cb\u003e"`, `"<b>"`, `"a\/b"`, `"x" `,
+		`"\u12"`, `"\q"`, "\"\u2028\"", "\"bad \xff\"", `"tab` + "\t" + `"`, `"end\"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if IsMarshalledString(b) {
+			got, err := json.Marshal(json.RawMessage(b))
+			if err != nil || string(got) != string(b) {
+				t.Errorf("IsMarshalledString(%q) = true, but json.Marshal gives %q, %v", b, got, err)
+			}
+		}
+		want, _ := json.Marshal(string(b))
+		if !IsMarshalledString(want) {
+			t.Errorf("IsMarshalledString(%q) = false for json.Marshal's own output", want)
+		}
+	})
+}
+
+// benchText is a run's final output: 200 short ASCII words, the agent benchmark's shape.
+var benchText = func() string {
+	var b []byte
+	for i := range 200 {
+		b = fmt.Appendf(b, "tok%d ", i%100)
+	}
+	return string(b)
+}()
+
+func BenchmarkAppendString(b *testing.B) {
+	dst := make([]byte, 0, 2*len(benchText))
+	b.SetBytes(int64(len(benchText)))
+	for b.Loop() {
+		dst = AppendString(dst[:0], benchText)
+	}
+}
+
+func BenchmarkIsMarshalledString(b *testing.B) {
+	s := AppendString(nil, benchText)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		if !IsMarshalledString(s) {
+			b.Fatal("not marshalled")
+		}
 	}
 }
