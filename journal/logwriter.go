@@ -204,6 +204,18 @@ func (w *LogWriter) WriteDelta(ctx context.Context, typ, id, delta string, event
 	if typ != "TEXT_MESSAGE_CONTENT" && typ != "TOOL_CALL_ARGS" || id == "" {
 		return 0, fmt.Errorf("journal: WriteDelta: %s with id %q is not a delta event", typ, id)
 	}
+	// Most deltas continue the pending row: append the text and go. The timer is already
+	// armed for that row, and a row full by size is sealed into the queue it will commit.
+	w.mu.Lock()
+	if p := w.pending; p != nil && p.fields == nil && p.typ == typ && p.id == id && w.err == nil && !w.closed {
+		w.text = append(w.text, delta...)
+		if len(w.text) >= w.opts.FlushBytes {
+			w.seal()
+		}
+		w.mu.Unlock()
+		return 0, nil
+	}
+	w.mu.Unlock()
 	return w.write(typ, id, delta, true, true, event)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,9 +94,14 @@ func logWriterCases() []testCase {
 			must(t, "NewLogWriter", err)
 			b, err := j.NewLogWriter(e.ctx, "s2", nil, quiet)
 			must(t, "NewLogWriter", err)
+			// A row ends where the message or call changes, even within one type, and once
+			// its text reaches FlushBytes (1 KiB by default).
+			long := strings.Repeat("x", 600)
 			deltas := []struct{ typ, id, delta string }{
 				{"TEXT_MESSAGE_CONTENT", "m-1", "Hel"}, {"TEXT_MESSAGE_CONTENT", "m-1", "lo"},
-				{"TOOL_CALL_ARGS", "c1", `{"a"`}, {"TOOL_CALL_ARGS", "c1", ":1}"},
+				{"TEXT_MESSAGE_CONTENT", "m-2", "Bye"},
+				{"TOOL_CALL_ARGS", "c1", `{"a"`}, {"TOOL_CALL_ARGS", "c1", ":1}"}, {"TOOL_CALL_ARGS", "c2", "{}"},
+				{"TEXT_MESSAGE_CONTENT", "m-3", long}, {"TEXT_MESSAGE_CONTENT", "m-3", long}, {"TEXT_MESSAGE_CONTENT", "m-3", long},
 			}
 			write(t, e, a, `{"type":"RUN_STARTED","threadId":"t","runId":"s"}`)
 			write(t, e, b, `{"type":"RUN_STARTED","threadId":"t","runId":"s"}`)
@@ -121,14 +127,26 @@ func logWriterCases() []testCase {
 			write(t, e, a, `{"type":"RUN_FINISHED","threadId":"t","runId":"s"}`)
 			seq, err := b.WriteTyped(e.ctx, "RUN_FINISHED", json.RawMessage(`{"type":"RUN_FINISHED","threadId":"t","runId":"s"}`))
 			must(t, "WriteTyped", err)
-			if seq != 4 {
-				t.Fatalf("a structural event gets its seq at once: got %d, want 4", seq)
+			if seq != 8 {
+				t.Fatalf("a structural event gets its seq at once: got %d, want 8", seq)
 			}
 			_, ra := e.seqs(j, "s1")
 			_, rb := e.seqs(j, "s2")
 			ga, gb := events(t, ra), events(t, rb)
-			if fmt.Sprint(ga) != fmt.Sprint(gb) || len(ga) != 4 {
+			if fmt.Sprint(ga) != fmt.Sprint(gb) || len(ga) != 8 {
 				t.Fatalf("Write stored %v\nWriteDelta stored %v", ga, gb)
+			}
+			var got []string
+			for _, ev := range gb[1:7] {
+				id, _ := ev["messageId"].(string)
+				if id == "" {
+					id, _ = ev["toolCallId"].(string)
+				}
+				d, _ := ev["delta"].(string)
+				got = append(got, fmt.Sprintf("%s:%d", id, len(d)))
+			}
+			if want := "[m-1:5 m-2:3 c1:7 c2:2 m-3:1200 m-3:600]"; fmt.Sprint(got) != want {
+				t.Fatalf("delta rows (id:text length) = %v, want %s", got, want)
 			}
 		}},
 		{"LogWriter/CreateLogStartsOrContinues", func(t *testing.T, e *env) {
