@@ -55,6 +55,9 @@ type turnBuilder struct {
 	open     int // provider index of the call being streamed, or -1
 }
 
+// textBufStart is the first capacity of a turn's text.
+const textBufStart = 512
+
 type streamedCall struct {
 	call    ToolCall
 	args    strings.Builder
@@ -69,6 +72,11 @@ func (b *turnBuilder) text(delta string) {
 		b.t.TextIDs++
 		b.s.em.emit(agui.TextMessageStart{MessageID: b.msgID, Role: agui.RoleAssistant})
 		b.textOpen = true
+		if b.textBuf.Cap() == 0 {
+			// Token streams come in pieces of a few bytes: start where a short answer
+			// fits rather than doubling up from 8 bytes.
+			b.textBuf.Grow(textBufStart)
+		}
 	}
 	b.textBuf.WriteString(delta)
 	b.s.em.delta(agui.TypeTextMessageContent, b.msgID, delta)
