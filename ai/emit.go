@@ -21,10 +21,9 @@ type emitter struct {
 	parent *emitter           // a subagent's events surface as CUSTOM events there
 	muted  bool               // replaying: the events are already in the log
 
-	mu      sync.Mutex
-	logErr  error
-	encoded int
-	buf     []byte // reused: the log writer and the SSE writer copy what they keep
+	mu     sync.Mutex
+	logErr error
+	buf    []byte // reused: the log writer and the SSE writer copy what they keep
 }
 
 type emitterKey struct{}
@@ -78,31 +77,27 @@ func (e *emitter) write(ev agui.Event, last bool) {
 	if e.sse != nil {
 		_ = e.sse.WriteEvent(seq, data) // a gone client surfaces as the request's cancellation
 	}
-	e.encoded++
 }
 
-// delta sends a TEXT_MESSAGE_CONTENT or TOOL_CALL_ARGS event: the per-token path, which
-// encodes straight into the reused buffer and hands the log writer the fields it needs,
-// so a token costs no interface boxing and no parse.
+// delta sends a TEXT_MESSAGE_CONTENT or TOOL_CALL_ARGS event: the per-token path. The log
+// writer takes the fields, and the event is encoded straight into the SSE frame, so a
+// token costs no interface boxing, no parse and no copy of its own.
 func (e *emitter) delta(typ agui.Type, id, text string) {
 	if e == nil || e.muted {
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	data := agui.AppendDelta(e.buf[:0], typ, id, text)
-	e.buf = data
 	var seq int64
 	if e.log != nil && e.logErr == nil {
 		var err error
-		if seq, err = e.log.WriteDelta(e.ctx, string(typ), id, text, data); err != nil {
+		if seq, err = e.log.WriteDelta(e.ctx, string(typ), id, text); err != nil {
 			e.logErr = err
 		}
 	}
 	if e.sse != nil {
-		_ = e.sse.WriteEvent(seq, data)
+		_ = e.sse.WriteEventFunc(seq, func(dst []byte) []byte { return agui.AppendDelta(dst, typ, id, text) })
 	}
-	e.encoded++
 }
 
 // failed returns the log error that must stop the run (a lost lease), or nil.

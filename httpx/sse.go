@@ -133,6 +133,15 @@ func NewSSEWriter(w http.ResponseWriter, opts SSEOptions) *SSEWriter {
 // several "data:" lines, which a reader joins back with LF. data is copied, so the
 // caller may reuse its buffer (agui.AppendJSON into one slice per stream, for instance).
 func (s *SSEWriter) WriteEvent(id int64, data []byte) error {
+	return s.WriteEventFunc(id, func(dst []byte) []byte { return append(dst, data...) })
+}
+
+// WriteEventFunc is [SSEWriter.WriteEvent] for data that appendData appends straight into
+// the frame being written, so an event encoded per token needs no buffer of its own.
+// appendData must only append to dst and return the result; it runs under the writer's
+// lock and must not call the writer. Line breaks in what it appends are split into
+// several "data:" lines, as WriteEvent does.
+func (s *SSEWriter) WriteEventFunc(id int64, appendData func(dst []byte) []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usable(); err != nil {
@@ -144,7 +153,7 @@ func (s *SSEWriter) WriteEvent(id int64, data []byte) error {
 		}
 		s.lastID = id
 	}
-	s.buf = appendSSEFrame(s.buf[:0], id, data)
+	s.buf = appendSSEFrame(s.buf[:0], id, appendData)
 	return s.emit(false)
 }
 
@@ -298,21 +307,23 @@ func (s *SSEWriter) onHeartbeat() {
 	s.beatTimer.Reset(next)
 }
 
-// appendSSEFrame appends one complete frame to dst.
-func appendSSEFrame(dst []byte, id int64, data []byte) []byte {
+// appendSSEFrame appends one complete frame to dst, its data appended by appendData.
+// Data holding line breaks, rare for JSON, is moved out and written again as lines.
+func appendSSEFrame(dst []byte, id int64, appendData func([]byte) []byte) []byte {
 	if id > 0 {
 		dst = append(dst, "id: "...)
 		dst = strconv.AppendInt(dst, id, 10)
 		dst = append(dst, '\n')
 	}
+	head := len(dst)
+	dst = append(dst, "data: "...)
+	start := len(dst)
+	dst = appendData(dst)
+	data := dst[start:]
 	if bytes.IndexByte(data, '\n') < 0 && bytes.IndexByte(data, '\r') < 0 {
-		dst = append(dst, "data: "...)
-		dst = append(dst, data...)
-		dst = append(dst, '\n', '\n')
-		return dst
+		return append(dst, '\n', '\n')
 	}
-	dst = appendSSELines(dst, "data: ", data)
-	return dst
+	return appendSSELines(dst[:head], "data: ", bytes.Clone(data))
 }
 
 // appendSSELines writes text as prefixed lines, splitting at LF, CRLF and CR, then the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -202,6 +203,15 @@ func TestSSEWriterFrameBytes(t *testing.T) {
 			": keep\n: alive\n\n"},
 		{"large id", func(w *SSEWriter) error { return w.WriteEvent(9007199254740993, []byte(`1`)) },
 			"id: 9007199254740993\ndata: 1\n\n"},
+		{"func appends in place", func(w *SSEWriter) error {
+			return w.WriteEventFunc(3, func(b []byte) []byte { return append(b, `{"a":1}`...) })
+		}, "id: 3\ndata: {\"a\":1}\n\n"},
+		{"func line breaks split", func(w *SSEWriter) error {
+			return w.WriteEventFunc(4, func(b []byte) []byte { return append(b, "a\r\nb\nc\r"...) })
+		}, "id: 4\ndata: a\ndata: b\ndata: c\ndata: \n\n"},
+		{"func past the buffer", func(w *SSEWriter) error {
+			return w.WriteEventFunc(0, func(b []byte) []byte { return append(b, strings.Repeat("x", 5000)+"\ny"...) })
+		}, "data: " + strings.Repeat("x", 5000) + "\ndata: y\n\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -197,10 +197,10 @@ func (w *LogWriter) WriteTyped(ctx context.Context, typ string, event json.RawMe
 }
 
 // WriteDelta is [LogWriter.Write] for a TEXT_MESSAGE_CONTENT (id = messageId) or
-// TOOL_CALL_ARGS (id = toolCallId) event whose fields the caller already has: the hot
-// path of a token stream, which then needs no JSON parsing. event must be the encoded
-// event carrying those same fields.
-func (w *LogWriter) WriteDelta(ctx context.Context, typ, id, delta string, event json.RawMessage) (int64, error) {
+// TOOL_CALL_ARGS (id = toolCallId) event given by its fields: the hot path of a token
+// stream, which then needs neither the encoded event nor a JSON parse. Its row is the
+// event AG-UI defines for those fields, with type, the id and delta in that order.
+func (w *LogWriter) WriteDelta(ctx context.Context, typ, id, delta string) (int64, error) {
 	if typ != "TEXT_MESSAGE_CONTENT" && typ != "TOOL_CALL_ARGS" || id == "" {
 		return 0, fmt.Errorf("journal: WriteDelta: %s with id %q is not a delta event", typ, id)
 	}
@@ -216,7 +216,7 @@ func (w *LogWriter) WriteDelta(ctx context.Context, typ, id, delta string, event
 		return 0, nil
 	}
 	w.mu.Unlock()
-	return w.write(typ, id, delta, true, true, event)
+	return w.write(typ, id, delta, true, true, nil)
 }
 
 // write stores one event: a delta of message or tool call id is coalesced, anything else

@@ -60,7 +60,7 @@ func BenchmarkLogWriterRun(b *testing.B) {
 			}
 		}
 		for _, d := range ds {
-			if _, err := w.WriteDelta(ctx, "TEXT_MESSAGE_CONTENT", "m-1", d.text, d.event); err != nil {
+			if _, err := w.WriteDelta(ctx, "TEXT_MESSAGE_CONTENT", "m-1", d.text); err != nil {
 				b.Fatal(err)
 			}
 		}

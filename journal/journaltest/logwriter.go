@@ -112,13 +112,13 @@ func logWriterCases() []testCase {
 				}
 				raw, _ := json.Marshal(map[string]string{"type": d.typ, field: d.id, "delta": d.delta})
 				write(t, e, a, string(raw))
-				seq, err := b.WriteDelta(e.ctx, d.typ, d.id, d.delta, raw)
+				seq, err := b.WriteDelta(e.ctx, d.typ, d.id, d.delta)
 				must(t, "WriteDelta", err)
 				if seq != 0 {
 					t.Fatalf("a delta gets no seq, got %d", seq)
 				}
 			}
-			if _, err := b.WriteDelta(e.ctx, "RUN_STARTED", "x", "y", json.RawMessage(`{}`)); err == nil {
+			if _, err := b.WriteDelta(e.ctx, "RUN_STARTED", "x", "y"); err == nil {
 				t.Fatal("WriteDelta must refuse an event that is not a delta")
 			}
 			if _, err := b.WriteTyped(e.ctx, "TEXT_MESSAGE_CONTENT", json.RawMessage(`{}`)); err == nil {
