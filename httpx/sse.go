@@ -73,8 +73,7 @@ type SSEWriter struct {
 
 	buf        []byte    // the frame being written; reused
 	dirty      bool      // bytes written since the last flush
-	lastFlush  time.Time // when the last flush happened
-	lastWrite  time.Time // when the last bytes were written, for heartbeats
+	lastFlush  time.Time // when bytes last went to the client: the flush window and heartbeats count from it
 	flushTimer sseTimer  // nil until the first delayed flush
 	flushArmed bool
 	beatTimer  sseTimer
@@ -114,10 +113,8 @@ func NewSSEWriter(w http.ResponseWriter, opts SSEOptions) *SSEWriter {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.clock.Now()
-	s.lastWrite = now
 	if !opts.HoldHeaders {
-		s.flushLocked(now) // commits the status and headers so the client sees the stream open
+		s.flushLocked(s.clock.Now()) // commits the status and headers so the client sees the stream open
 	}
 	s.lastFlush = time.Time{} // no frame went out yet: the first frame goes out at once
 	if s.beat > 0 {
@@ -233,25 +230,28 @@ func (s *SSEWriter) usable() error {
 }
 
 // emit writes s.buf and applies the flush policy: flush now when forced or when the
-// stream has not flushed for a whole window, otherwise make sure a timer will.
+// stream has not flushed for a whole window, otherwise make sure a timer will. A frame
+// written while the timer is armed goes out with it, so a burst reads the clock once per
+// window rather than once per frame.
 func (s *SSEWriter) emit(force bool) error {
 	if _, err := s.w.Write(s.buf); err != nil {
 		s.err = err
 		return err
 	}
-	now := s.clock.Now()
-	s.lastWrite = now
 	s.dirty = true
-	switch {
-	case force || s.window < 0 || (!s.flushArmed && now.Sub(s.lastFlush) >= s.window):
+	if s.flushArmed && !force {
+		return s.err
+	}
+	now := s.clock.Now()
+	if force || s.window < 0 || now.Sub(s.lastFlush) >= s.window {
 		s.flushLocked(now)
-	case !s.flushArmed:
-		s.flushArmed = true
-		if s.flushTimer == nil {
-			s.flushTimer = s.clock.AfterFunc(s.window, s.onFlushTimer)
-		} else {
-			s.flushTimer.Reset(s.window)
-		}
+		return s.err
+	}
+	s.flushArmed = true
+	if s.flushTimer == nil {
+		s.flushTimer = s.clock.AfterFunc(s.window, s.onFlushTimer)
+	} else {
+		s.flushTimer.Reset(s.window)
 	}
 	return s.err
 }
@@ -281,8 +281,10 @@ func (s *SSEWriter) onFlushTimer() {
 	s.flushLocked(s.clock.Now())
 }
 
-// onHeartbeat pings when the stream has been silent for a whole interval and re-arms
-// itself for the end of the current silence, so busy streams never reset a timer.
+// onHeartbeat pings when nothing has gone to the client for a whole interval and re-arms
+// itself for the end of the current silence, so busy streams never reset a timer. The
+// silence counts from the last flush: what a proxy sees. Bytes written and not flushed
+// yet are on their way within the flush window, so they do not call for a ping.
 func (s *SSEWriter) onHeartbeat() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -291,18 +293,18 @@ func (s *SSEWriter) onHeartbeat() {
 	}
 	now := s.clock.Now()
 	next := s.beat
-	if idle := now.Sub(s.lastWrite); idle >= s.beat {
+	switch idle := now.Sub(s.lastFlush); {
+	case idle < s.beat:
+		next = s.beat - idle
+	case !s.dirty:
 		if _, err := io.WriteString(s.w, ": ping\n\n"); err != nil {
 			s.err = err
 			return
 		}
-		s.lastWrite = now
 		s.flushLocked(now)
 		if s.err != nil {
 			return
 		}
-	} else {
-		next = s.beat - idle
 	}
 	s.beatTimer.Reset(next)
 }

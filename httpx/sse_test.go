@@ -81,6 +81,7 @@ type fakeClock struct {
 	mu     sync.Mutex
 	now    time.Time
 	timers []*fakeTimer
+	reads  int // calls to Now
 }
 
 type fakeTimer struct {
@@ -95,7 +96,15 @@ func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2026, 1, 1, 0,
 func (c *fakeClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.reads++
 	return c.now
+}
+
+// Reads returns how many times the clock was read.
+func (c *fakeClock) Reads() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reads
 }
 
 func (c *fakeClock) AfterFunc(d time.Duration, f func()) sseTimer {
@@ -270,6 +279,67 @@ func TestSSEWriterCoalescesBursts(t *testing.T) {
 	}
 	if got := rec.visible(); got != rec.all() {
 		t.Fatalf("frame after idle not flushed at once: visible %q of %q", got, rec.all())
+	}
+}
+
+// A token stream writes frames far faster than the flush window, and on some machines a
+// clock read costs as much as framing an event: frames written while a flush is armed
+// leave the clock alone.
+func TestSSEWriterBurstReadsTheClockOncePerWindow(t *testing.T) {
+	t.Parallel()
+	w, rec, clock := newTestSSEWriter(t, SSEOptions{FlushWindow: 4 * time.Millisecond})
+	for round := range 3 {
+		before := clock.Reads()
+		for id := int64(1); id <= 100; id++ {
+			if err := w.WriteEvent(int64(round)*100+id, []byte(`{}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The stream starts idle, so its first frame flushes at once and the second arms
+		// the timer; later rounds start right after the timer's flush, so their first frame
+		// arms it. Each of those reads the clock once; the other frames do not.
+		want := 1
+		if round == 0 {
+			want = 2
+		}
+		if n := clock.Reads() - before; n != want {
+			t.Fatalf("round %d: 100 frames read the clock %d times, want %d", round, n, want)
+		}
+		clock.Advance(4 * time.Millisecond)
+		if rec.visible() != rec.all() {
+			t.Fatalf("round %d: the burst's tail was not flushed by the window's timer", round)
+		}
+	}
+}
+
+// Silence is what the client sees: bytes written and waiting for the window's flush are
+// on their way, so the heartbeat does not ping over them, and it counts from that flush.
+func TestSSEWriterHeartbeatCountsFromTheLastFlush(t *testing.T) {
+	t.Parallel()
+	w, rec, clock := newTestSSEWriter(t, SSEOptions{Heartbeat: 15 * time.Second, FlushWindow: 20 * time.Second})
+	one, two := "id: 1\ndata: {}\n\n", "id: 2\ndata: {}\n\n"
+	if err := w.WriteEvent(1, []byte(`{}`)); err != nil { // idle: flushed at once
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	if err := w.WriteEvent(2, []byte(`{}`)); err != nil { // waits for the window, until 21 s
+		t.Fatal(err)
+	}
+	clock.Advance(14 * time.Second) // 15 s since the last flush, but frame 2 is pending
+	if got := rec.all(); got != one+two {
+		t.Fatalf("pinged over a pending frame: wrote %q", got)
+	}
+	clock.Advance(6 * time.Second) // 21 s: the window flushes frame 2
+	if got := rec.visible(); got != one+two {
+		t.Fatalf("client saw %q after the window", got)
+	}
+	clock.Advance(14 * time.Second) // 35 s: 14 s after that flush
+	if got := rec.all(); got != one+two {
+		t.Fatalf("pinged 14 s after a flush: wrote %q", got)
+	}
+	clock.Advance(time.Second) // 36 s: 15 s of silence
+	if got := rec.visible(); got != one+two+": ping\n\n" {
+		t.Fatalf("client saw %q, want a ping after 15 s of silence", got)
 	}
 }
 
