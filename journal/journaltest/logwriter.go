@@ -16,6 +16,15 @@ import (
 // quiet keeps the writer's timers out of a case: only explicit calls flush and commit.
 var quiet = journal.LogOptions{FlushInterval: time.Hour, CommitInterval: time.Hour}
 
+// openLog creates a plain stream id on j and opens a writer on it.
+func (e *env) openLog(j *journal.Journal, id string, opts journal.LogOptions) *journal.LogWriter {
+	e.t.Helper()
+	e.stream(j, id, "")
+	w, err := j.NewLogWriter(e.ctx, id, nil, opts)
+	must(e.t, "NewLogWriter", err)
+	return w
+}
+
 // write feeds one event and returns its seq.
 func write(t *testing.T, e *env, w *journal.LogWriter, ev string) int64 {
 	t.Helper()
@@ -40,9 +49,7 @@ func logWriterCases() []testCase {
 	return []testCase{
 		{"LogWriter/CoalescesDeltasAndStoresStructuralEvents", func(t *testing.T, e *env) {
 			j := e.journal("a")
-			e.stream(j, "s1", "")
-			w, err := j.NewLogWriter(e.ctx, "s1", nil, quiet)
-			must(t, "NewLogWriter", err)
+			w := e.openLog(j, "s1", quiet)
 			want := []int64{1, 2, 0, 0, 0, 4, 0, 0, 7, 8, 9, 0, 0, 11}
 			evs := []string{
 				`{"type":"RUN_STARTED","threadId":"t","runId":"s1"}`,
@@ -180,9 +187,7 @@ func logWriterCases() []testCase {
 		}},
 		{"LogWriter/CommitsAreBatchedUntilFlush", func(t *testing.T, e *env) {
 			j := e.journal("a")
-			e.stream(j, "s1", "")
-			w, err := j.NewLogWriter(e.ctx, "s1", nil, quiet)
-			must(t, "NewLogWriter", err)
+			w := e.openLog(j, "s1", quiet)
 			write(t, e, w, `{"type":"RUN_STARTED"}`)
 			write(t, e, w, `{"type":"STEP_STARTED","stepName":"step-1"}`)
 			write(t, e, w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"x"}`)
@@ -199,9 +204,7 @@ func logWriterCases() []testCase {
 		}},
 		{"LogWriter/SealsRowsBySize", func(t *testing.T, e *env) {
 			j := e.journal("a")
-			e.stream(j, "s1", "")
-			w, err := j.NewLogWriter(e.ctx, "s1", nil, journal.LogOptions{FlushInterval: time.Hour, FlushBytes: 8, CommitInterval: time.Hour})
-			must(t, "NewLogWriter", err)
+			w := e.openLog(j, "s1", journal.LogOptions{FlushInterval: time.Hour, FlushBytes: 8, CommitInterval: time.Hour})
 			delta := func(d string) { write(t, e, w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"`+d+`"}`) }
 			delta("aaaa")
 			delta("bbbbb") // 9 bytes >= 8: sealed
@@ -214,9 +217,7 @@ func logWriterCases() []testCase {
 		}},
 		{"LogWriter/SealsRowsByAge", func(t *testing.T, e *env) {
 			j := e.journal("a")
-			e.stream(j, "s1", "")
-			w, err := j.NewLogWriter(e.ctx, "s1", nil, journal.LogOptions{FlushInterval: 20 * time.Millisecond, CommitInterval: 20 * time.Millisecond})
-			must(t, "NewLogWriter", err)
+			w := e.openLog(j, "s1", journal.LogOptions{FlushInterval: 20 * time.Millisecond, CommitInterval: 20 * time.Millisecond})
 			delta := func(d string) { write(t, e, w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"`+d+`"}`) }
 			delta("old")
 			waitFor(t, "the timer to seal and commit the old row", func() bool {
@@ -251,9 +252,7 @@ func logWriterCases() []testCase {
 		}},
 		{"LogWriter/QuietStreamIsFlushedByTimer", func(t *testing.T, e *env) {
 			j := e.journal("a")
-			e.stream(j, "s1", "")
-			w, err := j.NewLogWriter(e.ctx, "s1", nil, journal.LogOptions{FlushInterval: 10 * time.Millisecond, CommitInterval: 10 * time.Millisecond})
-			must(t, "NewLogWriter", err)
+			w := e.openLog(j, "s1", journal.LogOptions{FlushInterval: 10 * time.Millisecond, CommitInterval: 10 * time.Millisecond})
 			write(t, e, w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"quiet"}`)
 			waitFor(t, "the timer to commit the pending delta", func() bool {
 				seqs, _ := e.seqs(j, "s1")
@@ -379,9 +378,7 @@ func logWriterCases() []testCase {
 		}},
 		{"LogWriter/FinishStoresWhatIsQueuedAndEndsTheStream", func(t *testing.T, e *env) {
 			j := e.journal("a")
-			e.stream(j, "s1", "")
-			w, err := j.NewLogWriter(e.ctx, "s1", nil, quiet)
-			must(t, "NewLogWriter", err)
+			w := e.openLog(j, "s1", quiet)
 			write(t, e, w, `{"type":"RUN_STARTED"}`)
 			write(t, e, w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m-1","delta":"hi"}`)
 			must(t, "Finish", w.Finish(e.ctx))
@@ -401,9 +398,7 @@ func logWriterCases() []testCase {
 		}},
 		{"LogWriter/FinishAfterAFailedCommitStillEndsTheStream", func(t *testing.T, e *env) {
 			j := e.journal("a")
-			e.stream(j, "s1", "")
-			w, err := j.NewLogWriter(e.ctx, "s1", nil, quiet)
-			must(t, "NewLogWriter", err)
+			w := e.openLog(j, "s1", quiet)
 			write(t, e, w, `{"type":"RUN_STARTED"}`)
 			// Someone else stores seq 1 first: the writer's commit can never succeed.
 			must(t, "Append", j.AppendEvents(e.ctx, "s1", nil, rows(1)...))
@@ -448,9 +443,7 @@ func logWriterCases() []testCase {
 		}},
 		{"LogWriter/RejectsBadEvents", func(t *testing.T, e *env) {
 			j := e.journal("a")
-			e.stream(j, "s1", "")
-			w, err := j.NewLogWriter(e.ctx, "s1", nil, quiet)
-			must(t, "NewLogWriter", err)
+			w := e.openLog(j, "s1", quiet)
 			for _, bad := range []string{`nope`, `[]`, `{"delta":"x"}`, `{"type":""}`} {
 				if _, err := w.Write(e.ctx, json.RawMessage(bad)); err == nil {
 					t.Fatalf("Write(%s) succeeded", bad)

@@ -25,6 +25,13 @@ func (c *countingReads) ReadStream(ctx context.Context, id string, after int64, 
 	return c.Driver.ReadStream(ctx, id, after, limit)
 }
 
+// during runs f and returns how many reads reached the driver meanwhile.
+func (c *countingReads) during(f func()) int64 {
+	c.n.Store(0)
+	f()
+	return c.n.Load()
+}
+
 // tailed opens a journal named owner with the follow tail on (whatever the driver) over a
 // driver that counts reads.
 func (e *env) tailed(owner string, mods ...func(*journal.Options)) (*journal.Journal, *countingReads) {
@@ -108,27 +115,24 @@ func tailCases() []testCase {
 	return []testCase{
 		{"Tail/SameInstanceReadsNeedNoDatabase", func(t *testing.T, e *env) {
 			j, c := e.tailed("a")
-			e.stream(j, "s1", "")
-			w, err := j.NewLogWriter(e.ctx, "s1", nil, quiet)
-			must(t, "NewLogWriter", err)
+			w := e.openLog(j, "s1", quiet)
 			structural(t, e, w, 5)
-			c.n.Store(0)
-			e.wantFollow(j, "s1", 2, 2, 5, false)
 			// The last read found nothing after row 5 of an unfinished stream: that one
 			// asks the database, since another instance may have continued the run.
-			if n := c.n.Load(); n != 1 {
+			if n := c.during(func() { e.wantFollow(j, "s1", 2, 2, 5, false) }); n != 1 {
 				t.Fatalf("%d driver reads, want 1 (only the read past the tail)", n)
 			}
 			must(t, "Close", w.Close(e.ctx))
 			must(t, "FinishStream", j.FinishStream(e.ctx, "s1"))
-			c.n.Store(0)
-			e.wantFollow(j, "s1", 0, 500, 5, true)
-			st, rows, err := j.ReadStream(e.ctx, "s1", 5, 10)
-			must(t, "ReadStream", err)
-			if len(rows) != 0 || st.FinishedAt == nil || st.PrincipalID != "u1" || st.Tenant != "t1" || st.Flow != "f" {
-				t.Fatalf("read past the end = %+v, %d rows", st, len(rows))
-			}
-			if n := c.n.Load(); n != 0 {
+			n := c.during(func() {
+				e.wantFollow(j, "s1", 0, 500, 5, true)
+				st, rows, err := j.ReadStream(e.ctx, "s1", 5, 10)
+				must(t, "ReadStream", err)
+				if len(rows) != 0 || st.FinishedAt == nil || st.PrincipalID != "u1" || st.Tenant != "t1" || st.Flow != "f" {
+					t.Fatalf("read past the end = %+v, %d rows", st, len(rows))
+				}
+			})
+			if n != 0 {
 				t.Fatalf("%d driver reads of a stream finished here, want 0", n)
 			}
 			// Rows handed out are shared with the tail: appending to them must not reach it.
@@ -145,13 +149,10 @@ func tailCases() []testCase {
 			a, c := e.tailed("a")
 			e.logRows(a, "s1", nil, 3)
 			must(t, "FinishStream", a.FinishStream(e.ctx, "s1"))
-			c.n.Store(0)
-			e.wantFollow(a, "s1", 3, 500, 6, true)
-			if n := c.n.Load(); n != 0 {
+			if n := c.during(func() { e.wantFollow(a, "s1", 3, 500, 6, true) }); n != 0 {
 				t.Fatalf("rows a wrote took %d driver reads, want 0", n)
 			}
-			e.wantFollow(a, "s1", 1, 500, 6, true)
-			if n := c.n.Load(); n != 1 {
+			if n := c.during(func() { e.wantFollow(a, "s1", 1, 500, 6, true) }); n != 1 {
 				t.Fatalf("rows b wrote took %d driver reads, want 1", n)
 			}
 		}},
@@ -192,9 +193,7 @@ func tailCases() []testCase {
 			e.stream(a, "s2", "")
 			e.logRows(a, "s2", nil, 3)
 			must(t, "FinishStream a s2", a.FinishStream(e.ctx, "s2"))
-			c.n.Store(0)
-			e.wantFollow(a, "s2", 0, 2, 3, true)
-			if n := c.n.Load(); n != 0 {
+			if n := c.during(func() { e.wantFollow(a, "s2", 0, 2, 3, true) }); n != 0 {
 				t.Fatalf("s2 took %d driver reads, want 0", n)
 			}
 		}},
@@ -225,14 +224,11 @@ func tailCases() []testCase {
 			e.stream(j, "s1", "")
 			e.logRows(j, "s1", nil, 3)
 			must(t, "FinishStream", j.FinishStream(e.ctx, "s1"))
-			c.n.Store(0)
-			e.followAll(j, "s1", 0, 500)
-			if n := c.n.Load(); n != 0 {
+			if n := c.during(func() { e.wantFollow(j, "s1", 0, 500, 3, true) }); n != 0 {
 				t.Fatalf("fresh tail: %d driver reads, want 0", n)
 			}
 			e.clock.Advance(30 * time.Second)
-			e.wantFollow(j, "s1", 0, 500, 3, true)
-			if n := c.n.Load(); n != 1 {
+			if n := c.during(func() { e.wantFollow(j, "s1", 0, 500, 3, true) }); n != 1 {
 				t.Fatalf("expired tail: %d driver reads, want 1", n)
 			}
 		}},
@@ -240,45 +236,32 @@ func tailCases() []testCase {
 			// Retention closes unfinished streams an hour old; past half of that the
 			// tail stops answering, however recently the stream was written.
 			j, c := e.tailed("a", func(o *journal.Options) { o.UnfinishedMaxAge = time.Hour })
-			e.stream(j, "s1", "")
-			w, err := j.NewLogWriter(e.ctx, "s1", nil, quiet)
-			must(t, "NewLogWriter", err)
+			w := e.openLog(j, "s1", quiet)
 			structural(t, e, w, 2)
 			e.clock.Advance(20 * time.Minute)
 			structural(t, e, w, 1)
-			c.n.Store(0)
-			e.followAll(j, "s1", 0, 2)
-			if n := c.n.Load(); n != 1 {
+			if n := c.during(func() { e.wantFollow(j, "s1", 0, 2, 3, false) }); n != 1 {
 				t.Fatalf("a 20-minute-old stream: %d driver reads, want 1 (past the tail's end)", n)
 			}
 			e.clock.Advance(11 * time.Minute)
 			structural(t, e, w, 1)
-			c.n.Store(0)
-			if seqs, _ := e.followAll(j, "s1", 0, 2); !slices.Equal(seqs, span(1, 4)) {
-				t.Fatalf("follow = %v, want 1..4", seqs)
-			}
-			if n := c.n.Load(); n != 3 {
+			if n := c.during(func() { e.wantFollow(j, "s1", 0, 2, 4, false) }); n != 3 {
 				t.Fatalf("a 31-minute-old stream: %d driver reads, want every read (3)", n)
 			}
 		}},
 		{"Tail/BudgetDropsOldestRows", func(t *testing.T, e *env) {
 			// About 180 bytes a row and a stream may hold an eighth of 4 KiB: a few rows.
 			j, c := e.tailed("a", func(o *journal.Options) { o.TailBytes = 4096 })
-			e.stream(j, "s1", "")
-			w, err := j.NewLogWriter(e.ctx, "s1", nil, quiet)
-			must(t, "NewLogWriter", err)
+			w := e.openLog(j, "s1", quiet)
 			for range 10 {
 				structural(t, e, w, 3)
 			}
 			must(t, "Close", w.Close(e.ctx))
 			must(t, "FinishStream", j.FinishStream(e.ctx, "s1"))
-			c.n.Store(0)
-			e.wantFollow(j, "s1", 29, 500, 30, true)
-			if n := c.n.Load(); n != 0 {
+			if n := c.during(func() { e.wantFollow(j, "s1", 29, 500, 30, true) }); n != 0 {
 				t.Fatalf("the newest row took %d driver reads, want 0", n)
 			}
-			e.wantFollow(j, "s1", 0, 7, 30, true)
-			if c.n.Load() == 0 {
+			if c.during(func() { e.wantFollow(j, "s1", 0, 7, 30, true) }) == 0 {
 				t.Fatal("rows beyond the budget were served without the database")
 			}
 		}},

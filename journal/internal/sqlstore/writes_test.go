@@ -89,16 +89,34 @@ func enqueue(s *Store, ws ...pending) (results func() []error) {
 			continue
 		}
 		wg.Go(func() { errs[i] = s.tx(w.ctx, w.fn) })
-		for already++; ; runtime.Gosched() {
-			s.wq.mu.Lock()
-			waiting := len(s.wq.waiting)
-			s.wq.mu.Unlock()
-			if waiting == already {
-				break
-			}
-		}
+		already++
+		waitQueued(s, already)
 	}
 	return func() []error { wg.Wait(); return errs }
+}
+
+// waitQueued returns once n writes wait in the queue.
+func waitQueued(s *Store, n int) {
+	for {
+		s.wq.mu.Lock()
+		waiting := len(s.wq.waiting)
+		s.wq.mu.Unlock()
+		if waiting == n {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// batch runs ws as one batch behind a held lead and returns their results in order.
+func batch(t *testing.T, s *Store, ws ...pending) []error {
+	t.Helper()
+	release := queueBehind(t, s)
+	results := enqueue(s, ws...)
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	return results()
 }
 
 func TestWriteQueueFailureUndoesOnlyThatWrite(t *testing.T) {
@@ -108,8 +126,7 @@ func TestWriteQueueFailureUndoesOnlyThatWrite(t *testing.T) {
 	cancel()
 	boom := errors.New("boom")
 
-	release := queueBehind(t, s)
-	results := enqueue(s,
+	errs := batch(t, s,
 		pending{ctx, insert("a")},
 		pending{ctx, func(ctx context.Context, tx *txq) error {
 			if err := insert("b")(ctx, tx); err != nil {
@@ -121,10 +138,6 @@ func TestWriteQueueFailureUndoesOnlyThatWrite(t *testing.T) {
 		pending{cancelled, insert("d")}, // its context ended while it queued: not run
 		pending{ctx, insert("e")},
 	)
-	if err := release(); err != nil {
-		t.Fatal(err)
-	}
-	errs := results()
 	if errs[0] != nil || errs[4] != nil {
 		t.Errorf("the good writes failed: %v, %v", errs[0], errs[4])
 	}
@@ -153,11 +166,7 @@ func TestWriteQueueCancelledWhileQueued(t *testing.T) {
 	short, cancel := context.WithCancel(ctx)
 	gone := make(chan error, 1)
 	go func() { gone <- s.tx(short, insert("gone")) }()
-	for waiting := 0; waiting != 1; runtime.Gosched() {
-		s.wq.mu.Lock()
-		waiting = len(s.wq.waiting)
-		s.wq.mu.Unlock()
-	}
+	waitQueued(s, 1)
 	results := enqueue(s, pending{ctx, insert("a")}) // queued behind the cancelled write
 	cancel()
 	select {
@@ -183,8 +192,7 @@ func TestWriteQueueCancelledWhileQueued(t *testing.T) {
 func TestWriteQueuePanicFailsOnlyThatWrite(t *testing.T) {
 	s := newQueued(t)
 	ctx := t.Context()
-	release := queueBehind(t, s)
-	results := enqueue(s,
+	errs := batch(t, s,
 		pending{ctx, insert("a")},
 		pending{ctx, func(ctx context.Context, tx *txq) error {
 			if err := insert("b")(ctx, tx); err != nil {
@@ -194,10 +202,6 @@ func TestWriteQueuePanicFailsOnlyThatWrite(t *testing.T) {
 		}},
 		pending{ctx, insert("c")},
 	)
-	if err := release(); err != nil {
-		t.Fatal(err)
-	}
-	errs := results()
 	if errs[0] != nil || errs[2] != nil || errs[1] == nil {
 		t.Fatalf("results %v, want only the panicking write to fail", errs)
 	}
@@ -219,8 +223,7 @@ func TestWriteQueuePanicFailsOnlyThatWrite(t *testing.T) {
 func TestWriteQueueWholeTransactionLost(t *testing.T) {
 	s := newQueued(t)
 	ctx := t.Context()
-	release := queueBehind(t, s)
-	results := enqueue(s,
+	errs := batch(t, s,
 		pending{ctx, insert("a")},
 		pending{ctx, func(ctx context.Context, tx *txq) error {
 			_, err := tx.tx.ExecContext(ctx, `ROLLBACK`) // what SQLite does on SQLITE_FULL
@@ -231,10 +234,7 @@ func TestWriteQueueWholeTransactionLost(t *testing.T) {
 		}},
 		pending{ctx, insert("c")},
 	)
-	if err := release(); err != nil {
-		t.Fatal(err)
-	}
-	for i, err := range results() {
+	for i, err := range errs {
 		if err == nil {
 			t.Errorf("write %d reported success in a transaction that was rolled back", i)
 		}
