@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/bbc28f59/engine/internal/callkey"
 	"github.com/bbc28f59/engine/journal"
 )
 
@@ -128,31 +129,128 @@ type journalRunner struct {
 func (r journalRunner) Wrap(def *FlowDef, next HandlerFunc) HandlerFunc {
 	return func(fx *Fx, in any) (any, error) {
 		run := RunOf(fx)
-		if run == nil {
-			input, err := json.Marshal(in)
-			if err != nil {
-				return nil, fmt.Errorf("engine: encoding input of durable flow %s: %w", def.ID(), err)
-			}
-			principal, err := json.Marshal(fx.principal)
-			if err != nil {
-				return nil, err
-			}
-			run, err = r.j.Begin(fx.Context(), journal.NewRun{Flow: def.ID(), Input: input, Principal: principal, Tenant: fx.Tenant()})
-			if err != nil {
-				return nil, fmt.Errorf("engine: beginning durable run of %s: %w", def.ID(), err)
-			}
-			fx.SetValue(runKey{}, run)
+		if run != nil { // a resumption: the journal claimed the run
+			return r.execute(fx, run, next, in)
 		}
-		out, err := next(fx, in)
-		if err == nil {
-			if resp, ok := out.(Responder); ok {
-				// The work goes on while the response is written (an agent stream): the
-				// run ends when the responder does.
-				return durableResponder{inner: resp, run: run, a: r.a}, nil
-			}
+		// A flow called by a durable run takes its run id from the call: a replay that
+		// calls it again finds the run and attaches to it instead of starting another.
+		id := ""
+		if sc := callkey.From(fx.ctx); sc != nil && sc.TakeAsRun() {
+			id = sc.Key()
 		}
-		return out, r.a.endRun(fx, run, out, err)
+		input, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("engine: encoding input of durable flow %s: %w", def.ID(), err)
+		}
+		principal, err := json.Marshal(fx.principal)
+		if err != nil {
+			return nil, err
+		}
+		run, err = r.j.Begin(fx.Context(), journal.NewRun{ID: id, Flow: def.ID(), Input: input, Principal: principal, Tenant: fx.Tenant()})
+		if errors.Is(err, journal.ErrConflict) && id != "" {
+			return r.attach(fx, def, id, next, in)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("engine: beginning durable run of %s: %w", def.ID(), err)
+		}
+		return r.execute(fx, run, next, in)
 	}
+}
+
+// execute runs the handler under run, which this instance holds, and records how the
+// execution ended.
+func (r journalRunner) execute(fx *Fx, run *journal.Run, next HandlerFunc, in any) (any, error) {
+	fx.SetValue(runKey{}, run)
+	fx.ctx = run.CallContext(fx.ctx)
+	out, err := next(fx, in)
+	if err == nil {
+		if resp, ok := out.(Responder); ok {
+			// The work goes on while the response is written (an agent stream): the
+			// run ends when the responder does.
+			return durableResponder{inner: resp, run: run, a: r.a}, nil
+		}
+	}
+	return out, r.a.endRun(fx, run, out, err)
+}
+
+// attach joins the run a replayed call finds under its id: it returns the stored outcome
+// of an ended run, resumes one nobody holds (its recorded steps replay), and waits while
+// another execution holds it.
+func (r journalRunner) attach(fx *Fx, def *FlowDef, id string, next HandlerFunc, in any) (any, error) {
+	ctx := fx.Context()
+	wait := 20 * time.Millisecond
+	for {
+		rec, err := r.j.GetRun(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("engine: reading durable run %s of %s: %w", id, def.ID(), err)
+		}
+		if rec.Flow != def.ID() {
+			return nil, fmt.Errorf("%w: run %s is a run of %s, the replay called %s", journal.ErrNonDeterministic, id, rec.Flow, def.ID())
+		}
+		switch rec.Status {
+		case journal.StatusCompleted:
+			if len(rec.Output) == 0 {
+				return json.RawMessage("null"), nil
+			}
+			return rec.Output, nil
+		case journal.StatusFailed:
+			return nil, storedFailure(rec)
+		}
+		run, err := r.j.Claim(ctx, id)
+		var busy *journal.LeaseBusyError
+		switch {
+		case err == nil:
+			return r.execute(fx, run, next, in)
+		case errors.Is(err, journal.ErrRunFinished):
+			continue
+		case errors.As(err, &busy):
+			t := time.NewTimer(min(wait, max(busy.RetryAfter, time.Millisecond)))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			}
+			wait = min(2*wait, time.Second)
+		default:
+			return nil, fmt.Errorf("engine: resuming durable run %s of %s: %w", id, def.ID(), err)
+		}
+	}
+}
+
+// failureDetail is what a failed run stores beside its message: the error as its caller
+// saw it when that was a declared or framework code, so a caller that attaches to the
+// ended run gets the same answer.
+func failureDetail(def *FlowDef, err error) json.RawMessage {
+	e := AsError(err)
+	if e == nil || e.Code == CodeInternal {
+		return nil
+	}
+	if _, ok := declared(def, e.Code); !ok && !IsFrameworkCode(e.Code) {
+		return nil
+	}
+	b, mErr := json.Marshal(struct {
+		Code   string `json:"code"`
+		Data   any    `json:"data"`
+		Status int    `json:"status,omitempty"`
+	}{e.Code, orEmpty(e.Data), e.Status})
+	if mErr != nil {
+		return nil
+	}
+	return b
+}
+
+// storedFailure rebuilds the error a failed run ended with.
+func storedFailure(rec journal.RunRecord) error {
+	var d struct {
+		Code   string          `json:"code"`
+		Data   json.RawMessage `json:"data"`
+		Status int             `json:"status"`
+	}
+	if len(rec.Output) > 0 && json.Unmarshal(rec.Output, &d) == nil && d.Code != "" {
+		return &Error{Code: d.Code, Data: d.Data, Status: d.Status}
+	}
+	return fmt.Errorf("engine: durable run %s of %s failed: %s", rec.ID, rec.Flow, rec.Error)
 }
 
 // Outcome is implemented by a [Responder] whose work runs while it responds (an agent
@@ -204,7 +302,7 @@ func (a *App) endRun(fx *Fx, run *journal.Run, out any, err error) error {
 		if e := AsError(err); e != nil {
 			msg = e.Code + ": " + e.Message()
 		}
-		if fErr := run.Fail(ctx, msg); fErr != nil {
+		if fErr := run.FailWith(ctx, msg, failureDetail(fx.flow, err)); fErr != nil {
 			a.logger.ErrorContext(ctx, "engine: failing run", "run", run.ID, "err", fErr)
 		}
 		return err

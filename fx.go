@@ -6,6 +6,9 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+
+	"github.com/bbc28f59/engine/internal/callkey"
+	"github.com/bbc28f59/engine/internal/sortid"
 )
 
 // Fx is the per-call context handed to every handler: the request's context and
@@ -22,6 +25,7 @@ type Fx struct {
 	mu   sync.Mutex
 	meta map[string]any
 	ext  map[any]any
+	key  string // the idempotency key of a call outside any durable run, made when asked
 }
 
 // Context returns the call's context: cancelled when the client goes away or the call
@@ -30,8 +34,43 @@ func (fx *Fx) Context() context.Context { return fx.ctx }
 
 // WithContext returns a shallow copy of fx using ctx, for handlers that derive deadlines.
 func (fx *Fx) WithContext(ctx context.Context) *Fx {
-	c := &Fx{ctx: ctx, app: fx.app, flow: fx.flow, req: fx.req, logger: fx.logger, principal: fx.principal, meta: fx.meta, ext: fx.ext}
-	return c
+	fx.mu.Lock()
+	defer fx.mu.Unlock()
+	return &Fx{ctx: ctx, app: fx.app, flow: fx.flow, req: fx.req, logger: fx.logger, principal: fx.principal, meta: fx.meta, ext: fx.ext, key: fx.key}
+}
+
+// IdempotencyKey returns a key that is the same for every execution of this call and
+// different for every other call: use it to make an external effect (a payment, an
+// email) happen once although the handler may run more than once.
+//
+// A durable flow's handler runs again after a crash of its instance when it had started
+// but its result was not yet recorded (at least once, as with Temporal's and DBOS's
+// steps); every execution sees the same key, on any instance, after any restart. The key
+// is the run's id for a durable call; for a flow called inside a durable run (an agent's
+// tool, a flow called from a [Step]) it is derived from the calling run and the call, so
+// it is the same whether or not the called flow is durable. A call outside any durable
+// run has one execution and gets a fresh key.
+func (fx *Fx) IdempotencyKey() string {
+	if k := IdempotencyKey(fx.ctx); k != "" {
+		return k
+	}
+	fx.mu.Lock()
+	defer fx.mu.Unlock()
+	if fx.key == "" {
+		fx.key = "call_" + sortid.New()
+	}
+	return fx.key
+}
+
+// IdempotencyKey returns the key of the durable step or call ctx belongs to: inside the
+// function of a [Step], the step's ("<run id>-<position>"); in the context of a flow
+// called within a durable run, that call's ([Fx.IdempotencyKey]). It returns "" for a
+// context that belongs to neither.
+func IdempotencyKey(ctx context.Context) string {
+	if s := callkey.From(ctx); s != nil {
+		return s.Key()
+	}
+	return ""
 }
 
 // App returns the app serving the call.

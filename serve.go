@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/bbc28f59/engine/httpx"
+	"github.com/bbc28f59/engine/internal/callkey"
 )
 
 // RPCPrefix is the path prefix of RPC calls and the descriptor.
@@ -312,6 +313,11 @@ func (a *App) Invoke(ctx context.Context, id string, p *Principal, input json.Ra
 }
 
 func (a *App) invoke(ctx context.Context, b *binding, p *Principal, input json.RawMessage) (out any, err error) {
+	if sc := callkey.From(ctx); sc != nil {
+		// Called by a durable run: the call's key comes from the caller's step (or run)
+		// and the order of its calls, the same on every execution.
+		ctx = callkey.With(ctx, callkey.ForCall(sc.Next()))
+	}
 	fx := a.newFx(ctx, b.def, nil)
 	fx.principal = p
 	defer func() {

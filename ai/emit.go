@@ -19,7 +19,6 @@ type emitter struct {
 	sse    *httpx.SSEWriter   // nil when nobody streams
 	log    *journal.LogWriter // nil without a journal
 	parent *emitter           // a subagent's events surface as CUSTOM events there
-	muted  bool               // replaying: the events are already in the log
 
 	mu     sync.Mutex
 	logErr error
@@ -46,7 +45,7 @@ func (e *emitter) emit(ev agui.Event) { e.write(ev, false) }
 func (e *emitter) end(ev agui.Event) { e.write(ev, true) }
 
 func (e *emitter) write(ev agui.Event, last bool) {
-	if e == nil || e.muted {
+	if e == nil {
 		return
 	}
 	e.mu.Lock()
@@ -83,7 +82,7 @@ func (e *emitter) write(ev agui.Event, last bool) {
 // writer takes the fields, and the event is encoded straight into the SSE frame, so a
 // token costs no interface boxing, no parse and no copy of its own.
 func (e *emitter) delta(typ agui.Type, id, text string) {
-	if e == nil || e.muted {
+	if e == nil {
 		return
 	}
 	e.mu.Lock()

@@ -301,14 +301,9 @@ func (s *loopState) toolCalls(stepName string, calls []ToolCall) (agui.StopReaso
 	}
 	for _, c := range runnable {
 		s.calls++
-		out, live, err := s.runTool(c, decisions[c.ID])
+		out, err := s.runTool(stepName, c, decisions[c.ID])
 		if err != nil {
 			return "", err
-		}
-		msgID := s.ids.next()
-		if live {
-			s.openStep(stepName)
-			s.em.emit(agui.ToolCallResult{MessageID: msgID, ToolCallID: c.ID, Content: out.Content, Role: agui.RoleTool})
 		}
 		s.history = append(s.history, Message{Role: RoleTool, Content: out.Content, ToolCallID: c.ID})
 		if out.Threw {
@@ -325,16 +320,20 @@ func (s *loopState) toolCalls(stepName string, calls []ToolCall) (agui.StopReaso
 }
 
 // runTool runs one tool call as its flow with the run's principal, so the flow's gate
-// applies. In a durable run the outcome is a journal step. live reports whether the tool
-// ran now (and so its result must be emitted) rather than being replayed.
-func (s *loopState) runTool(c ToolCall, d *journal.Decision) (toolOutcome, bool, error) {
+// applies. In a durable run the outcome is a journal step. The TOOL_CALL_RESULT is
+// emitted inside the step, so the log rows it queues are stored in the step's own write:
+// a run taken over after the tool ran never lacks its result, and a replayed call emits
+// nothing.
+func (s *loopState) runTool(stepName string, c ToolCall, d *journal.Decision) (toolOutcome, error) {
 	r := s.r
-	live := r.durable == nil || !r.durable.Replaying()
+	msgID := s.ids.next()
 	call := func(ctx context.Context) (json.RawMessage, error) {
 		out, err := s.invoke(ctx, c, d)
 		if err != nil {
 			return nil, err
 		}
+		s.openStep(stepName)
+		s.em.emit(agui.ToolCallResult{MessageID: msgID, ToolCallID: c.ID, Content: out.Content, Role: agui.RoleTool})
 		return json.Marshal(out)
 	}
 	var raw json.RawMessage
@@ -345,13 +344,13 @@ func (s *loopState) runTool(c ToolCall, d *journal.Decision) (toolOutcome, bool,
 		raw, err = call(s.ctx)
 	}
 	if err != nil {
-		return toolOutcome{}, false, err
+		return toolOutcome{}, err
 	}
 	var out toolOutcome
 	if err := json.Unmarshal(raw, &out); err != nil {
-		return toolOutcome{}, false, fmt.Errorf("ai: decoding recorded tool result: %w", err)
+		return toolOutcome{}, fmt.Errorf("ai: decoding recorded tool result: %w", err)
 	}
-	return out, live, nil
+	return out, nil
 }
 
 // invoke calls the tool's flow. Gate denials, validation problems, declared error codes

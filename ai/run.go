@@ -211,6 +211,8 @@ func (r *AgentRun) execute(ctx context.Context, sse *httpx.SSEWriter) {
 			return
 		}
 		em.log = w
+	}
+	if w := em.log; w != nil {
 		defer func() {
 			// The run's last event normally ended the stream already (emitter.end).
 			ctx := context.WithoutCancel(ctx)
@@ -240,7 +242,9 @@ func (r *AgentRun) execute(ctx context.Context, sse *httpx.SSEWriter) {
 // durable run), or one on the stream it creates here (once; a resumed run finds it),
 // continuing after its last row. When the last stored event of an earlier execution is
 // not a run end, that execution died mid-run: the log gets a RUN_ERROR with code
-// WorkerLost so it stays a valid AG-UI sequence before the resumed run starts.
+// WorkerLost so it stays a valid AG-UI sequence before the resumed run starts. It returns
+// nil when an earlier execution already ended the log (it died after storing the run's
+// last event, before the journal recorded the run's end): the replay adds nothing to it.
 func (r *AgentRun) openLog(ctx context.Context, j *journal.Journal) (*journal.LogWriter, error) {
 	w := r.log
 	if w == nil {
@@ -249,7 +253,11 @@ func (r *AgentRun) openLog(ctx context.Context, j *journal.Journal) (*journal.Lo
 			return nil, err
 		}
 	}
-	if last := w.LastSeq(); last > 0 {
+	st, last := w.Opened()
+	if st.FinishedAt != nil {
+		return nil, w.Close(ctx)
+	}
+	if last > 0 {
 		rows, err := j.ReadEvents(ctx, r.id, last-1, 1)
 		if err == nil && len(rows) == 1 && !endsRun(rows[0].Event) {
 			ev, _ := json.Marshal(agui.RunError{Message: "ai: the worker running this agent stopped; the run resumes on another worker", Code: CodeWorkerLost})

@@ -128,6 +128,33 @@ type Stream struct {
 	Tenant      string
 	CreatedAt   time.Time
 	FinishedAt  *time.Time
+	// Reserved is the highest seq a writer of the stream may have handed out (and a live
+	// client may have been sent as an SSE id) without storing its row yet. A new writer
+	// continues after the larger of it and the last stored seq, so a seq once sent never
+	// names another event. At or below the last stored seq it reserves nothing.
+	Reserved int64
+}
+
+// Append is one write of rows to a stream, and the reservation stored with them.
+type Append struct {
+	StreamID string
+	// Rows continue the stream: the first seq is the last stored seq plus one, or, when
+	// the stream's reservation is above its last seq, the reservation plus one (a writer
+	// that takes over after one that died skips what that one may have handed out).
+	// Rows are contiguous from there. ErrSeqExists when a seq is already stored,
+	// ErrSeqGap when one is skipped otherwise.
+	Rows []EventRow
+	// Reserve replaces the stream's reservation ([Stream.Reserved]) in the same write.
+	Reserve int64
+}
+
+// StepWrites is what a step's write stores with the step, all or nothing.
+type StepWrites struct {
+	// Opens are streams the step begins (see [Run.CreateLogStep]).
+	Opens []Stream
+	// Appends are rows of the run's streams queued before the step ended, so a
+	// recorded step never lacks the events it produced.
+	Appends []Append
 }
 
 // EventRow is one stored event of a stream.
@@ -170,11 +197,12 @@ type Driver interface {
 
 	// LoadSteps returns the recorded steps of a run ordered by position.
 	LoadSteps(ctx context.Context, runID string) ([]StepRecord, error)
-	// InsertStep records a step, fenced, and creates the streams opens (the event log a
-	// step begins, see [Run.CreateLogStep]) in the same write. ErrStepExists if the
-	// position is taken, ErrConflict if a stream id exists, ErrLeaseLost when the fence no
-	// longer matches; on any error nothing is stored.
-	InsertStep(ctx context.Context, f Fence, s StepRecord, opens ...Stream) error
+	// InsertStep records a step, fenced, and in the same write creates the streams of
+	// w.Opens and stores the rows of w.Appends as AppendEvents does (the appended streams
+	// belong to the run). In order: ErrLeaseLost when the fence no longer matches,
+	// ErrStepExists if the position is taken, ErrConflict if a stream id exists, the
+	// errors of AppendEvents; on any error nothing is stored.
+	InsertStep(ctx context.Context, f Fence, s StepRecord, w StepWrites) error
 
 	// InsertPark records a park, fenced and idempotent: when (run, key) exists the stored
 	// park (with its decision, if any) is returned unchanged.
@@ -202,17 +230,17 @@ type Driver interface {
 	// GetStream loads a stream. ErrNotFound if missing.
 	GetStream(ctx context.Context, id string) (Stream, error)
 	// FinishStream ends a stream in one atomic write: it stores rows as AppendEvents
-	// does (none is fine), sets FinishedAt (first call wins), and returns the stream's
+	// does (none is fine; the reservation is cleared), sets FinishedAt (first call wins), and returns the stream's
 	// last stored seq afterwards. With rows, or with f set, the write is fenced as
 	// AppendEvents is (a durable run's stream without its current lease: ErrLeaseLost,
 	// nothing stored); with neither it is not (retention ends abandoned streams so).
 	// ErrNotFound if missing. Subscribers are woken after the commit.
 	FinishStream(ctx context.Context, id string, f *Fence, rows []EventRow, now time.Time) (last int64, err error)
-	// AppendEvents stores rows atomically (all or none). Seqs must continue the stream
-	// gap-free: ErrSeqExists when a seq is already stored, ErrSeqGap when one is skipped.
-	// When the stream belongs to a durable run, f must carry that run's current lease
-	// (ErrLeaseLost otherwise). Subscribers are woken after the commit.
-	AppendEvents(ctx context.Context, streamID string, f *Fence, rows []EventRow) error
+	// AppendEvents stores a.Rows atomically (all or none) and sets the stream's
+	// reservation to a.Reserve; no rows is fine. Seqs continue the stream as [Append]
+	// says. When the stream belongs to a durable run, f must carry that run's current
+	// lease (ErrLeaseLost otherwise). Subscribers are woken after the commit.
+	AppendEvents(ctx context.Context, f *Fence, a Append) error
 	// ReadEvents returns up to limit rows with seq > after, ordered by seq.
 	ReadEvents(ctx context.Context, streamID string, after int64, limit int) ([]EventRow, error)
 	// ReadStream loads a stream together with up to limit of its rows with seq > after,
@@ -229,7 +257,8 @@ type Driver interface {
 	DeleteFinishedStreams(ctx context.Context, before time.Time, limit int) (int, error)
 	// StaleStreams lists unfinished streams created before before.
 	StaleStreams(ctx context.Context, before time.Time, limit int) ([]Stream, error)
-	// CloseStream atomically appends event at the next seq (unfenced: used by retention),
-	// marks the stream finished at now and deletes its earlier rows.
+	// CloseStream atomically appends event after the larger of the last stored seq and
+	// the stream's reservation (unfenced: used by retention), marks the stream finished at
+	// now and deletes its earlier rows.
 	CloseStream(ctx context.Context, id string, event json.RawMessage, now time.Time) error
 }

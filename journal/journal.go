@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -51,6 +52,14 @@ type Options struct {
 	// Default 1m, and always below half of FinishedRetention and of UnfinishedMaxAge, so a
 	// tail never outlives rows another instance's retention may delete.
 	TailTTL time.Duration
+	// WriteRetry is how long a write whose result a run already produced (a step's result,
+	// a run's end, rows of its log) is tried again while the database fails, before the
+	// error is returned. The retries stop earlier when the lease is lost to another owner.
+	// Default 1m.
+	WriteRetry time.Duration
+	// Logger receives the journal's warnings: failed writes it retries or gives up on.
+	// Default: discarded.
+	Logger *slog.Logger
 }
 
 // Journal runs durable flows on a [Driver]: it begins and claims runs, records steps and
@@ -61,11 +70,13 @@ type Journal struct {
 	opts  Options
 	tails *tails
 
-	mu      sync.Mutex
-	resumer func(ctx context.Context, run *Run)
-	held    map[string]*Run
-	started bool
-	closed  bool
+	mu        sync.Mutex
+	resumer   func(ctx context.Context, run *Run)
+	held      map[string]*Run
+	claiming  map[string]bool // claims under way, so one instance never claims a run twice at once
+	started   bool
+	closed    bool
+	lastFault time.Time // when the database last failed a write or a recovery read
 
 	baseCtx    context.Context
 	cancelBase context.CancelFunc
@@ -81,7 +92,7 @@ func New(d Driver, opts Options) (*Journal, error) {
 		return nil, errors.New("journal: nil driver")
 	}
 	if opts.LeaseTTL < 0 || opts.PollInterval < 0 || opts.ApprovalDeadline < 0 ||
-		opts.CleanupInterval < 0 || opts.FinishedRetention < 0 || opts.UnfinishedMaxAge < 0 || opts.TailTTL < 0 {
+		opts.CleanupInterval < 0 || opts.FinishedRetention < 0 || opts.UnfinishedMaxAge < 0 || opts.TailTTL < 0 || opts.WriteRetry < 0 {
 		return nil, errors.New("journal: durations in Options must not be negative")
 	}
 	if opts.Owner == "" {
@@ -118,6 +129,12 @@ func New(d Driver, opts Options) (*Journal, error) {
 	if opts.TailTTL == 0 {
 		opts.TailTTL = defaultTailTTL
 	}
+	if opts.WriteRetry == 0 {
+		opts.WriteRetry = time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
 	opts.TailTTL = min(opts.TailTTL, opts.FinishedRetention/2, opts.UnfinishedMaxAge/2)
 	if d.Capabilities().Has(CapBlockingIO) {
 		d = offloaded{d}
@@ -128,7 +145,7 @@ func New(d Driver, opts Options) (*Journal, error) {
 		}
 	}
 	base, cancel := context.WithCancel(context.Background())
-	return &Journal{d: d, opts: opts, resumer: opts.Resumer, held: map[string]*Run{},
+	return &Journal{d: d, opts: opts, resumer: opts.Resumer, held: map[string]*Run{}, claiming: map[string]bool{},
 		tails: newTails(opts.TailBytes, opts.TailTTL, opts.UnfinishedMaxAge), baseCtx: base, cancelBase: cancel}, nil
 }
 
@@ -174,7 +191,14 @@ func (j *Journal) Begin(ctx context.Context, nr NewRun) (*Run, error) {
 	rec := RunRecord{ID: nr.ID, Flow: nr.Flow, Input: nr.Input, Principal: nr.Principal, Tenant: nr.Tenant,
 		Status: StatusRunning, LeaseOwner: j.opts.Owner, LeaseExpires: now.Add(j.opts.LeaseTTL), Epoch: 1,
 		CreatedAt: now, UpdatedAt: now}
-	if err := j.d.InsertRun(ctx, rec); err != nil {
+	// A retried insert that meets its own earlier attempt must not report a conflict: the
+	// caller would give up on a run the recovery loop later executes.
+	err := j.persist(ctx, "begin run", func() error { return j.d.InsertRun(ctx, rec) }, func(err error) bool {
+		got, gerr := j.d.GetRun(ctx, rec.ID)
+		return errors.Is(err, ErrConflict) && gerr == nil && got.Flow == rec.Flow && got.Epoch == 1 &&
+			got.LeaseOwner == rec.LeaseOwner && got.CreatedAt.Equal(rec.CreatedAt)
+	})
+	if err != nil {
 		return nil, err
 	}
 	r := newRun(j, rec, nil, nil)
@@ -188,11 +212,17 @@ func (j *Journal) GetRun(ctx context.Context, id string) (RunRecord, error) {
 }
 
 // Claim takes the lease of a run for this instance and loads its steps and parks for
-// replay. A run held elsewhere returns [*LeaseBusyError] with the remaining lease.
+// replay. A run held elsewhere returns [*LeaseBusyError] with the remaining lease; so does
+// a run an execution on this instance holds: a second claim by the same owner would bump
+// the epoch under that execution and run the run twice at once.
 func (j *Journal) Claim(ctx context.Context, runID string) (*Run, error) {
 	if err := j.checkOpen(); err != nil {
 		return nil, err
 	}
+	if !j.startClaim(runID) {
+		return nil, &LeaseBusyError{RunID: runID, Owner: j.opts.Owner, RetryAfter: j.opts.PollInterval}
+	}
+	defer j.endClaim(runID)
 	now := j.now()
 	rec, err := j.d.ClaimRun(ctx, runID, j.opts.Owner, now, now.Add(j.opts.LeaseTTL))
 	if err != nil {
@@ -278,6 +308,24 @@ func (j *Journal) tryResume(ctx context.Context, runID string) bool {
 func (j *Journal) hold(r *Run) {
 	j.mu.Lock()
 	j.held[r.ID] = r
+	j.mu.Unlock()
+}
+
+// startClaim marks run id as being claimed here; false when an execution on this
+// instance holds it or claims it already.
+func (j *Journal) startClaim(id string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if r := j.held[id]; (r != nil && !r.ended()) || j.claiming[id] {
+		return false
+	}
+	j.claiming[id] = true
+	return true
+}
+
+func (j *Journal) endClaim(id string) {
+	j.mu.Lock()
+	delete(j.claiming, id)
 	j.mu.Unlock()
 }
 

@@ -110,6 +110,11 @@ func (j *Journal) renewAll(ctx context.Context) {
 // whose deadline passed, then claims and resumes every run that needs an owner (all parks
 // decided, or a running run whose owner's lease expired). It returns how many runs it
 // resumed. Without a resumer nothing is claimed, but timeouts are still stored.
+//
+// For one lease TTL after this instance last saw the database fail, nothing is claimed:
+// the owners of runs whose leases expired meanwhile were most likely cut off too and are
+// alive, and taking their runs over would run their steps again. Given the time to renew,
+// they finish what they hold.
 func (j *Journal) RecoverOnce(ctx context.Context) (int, error) {
 	if err := j.checkOpen(); err != nil {
 		return 0, err
@@ -117,23 +122,32 @@ func (j *Journal) RecoverOnce(ctx context.Context) (int, error) {
 	now := j.now()
 	parks, err := j.d.ExpiredParks(ctx, now, recoverBatch)
 	if err != nil {
+		if transient(ctx, err) {
+			j.fault()
+		}
 		return 0, fmt.Errorf("journal: expired parks: %w", err)
 	}
 	for _, p := range parks {
 		d := Decision{Kind: DecisionTimeout, Payload: []byte(`{"reason":"timeout"}`), DecidedAt: now}
 		_, err := j.d.Decide(ctx, p.RunID, p.Key, j.opts.Owner, d, now)
 		if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrLeaseBusy) && !errors.Is(err, ErrNotFound) {
+			if transient(ctx, err) {
+				j.fault()
+			}
 			return 0, fmt.Errorf("journal: timeout decision: %w", err)
 		}
 	}
 	j.mu.Lock()
 	hasResumer := j.resumer != nil
 	j.mu.Unlock()
-	if !hasResumer {
+	if !hasResumer || j.inGrace(now) {
 		return 0, nil
 	}
 	ids, err := j.d.RecoverableRuns(ctx, now, recoverBatch)
 	if err != nil {
+		if transient(ctx, err) {
+			j.fault()
+		}
 		return 0, fmt.Errorf("journal: recoverable runs: %w", err)
 	}
 	n := 0

@@ -29,6 +29,12 @@ type LogOptions struct {
 	CommitInterval time.Duration
 	// MaxRows is the row cap after which deltas are dropped. Default 5000.
 	MaxRows int64
+	// ReserveAhead is how many seqs past the last it handed out a writer reserves in
+	// each commit (see [Stream.Reserved]): it may return that many more seqs for live
+	// SSE ids before it must store their rows or a new reservation. A writer that takes
+	// over a stream after one that died continues past that one's reservation, so an id a
+	// live client was sent never names another event. Default 64.
+	ReserveAhead int64
 }
 
 func (o *LogOptions) defaults() {
@@ -44,6 +50,9 @@ func (o *LogOptions) defaults() {
 	if o.MaxRows <= 0 {
 		o.MaxRows = 5000
 	}
+	if o.ReserveAhead <= 0 {
+		o.ReserveAhead = 64
+	}
 }
 
 // LogWriter stores one live stream's AG-UI events as the follow log. Structural events
@@ -55,17 +64,29 @@ func (o *LogOptions) defaults() {
 // [LogWriter.Flush] and [LogWriter.Close] commit synchronously. Past MaxRows deltas are
 // dropped and one engine.events.truncated CUSTOM row is stored; seq never skips.
 //
-// A failed commit is sticky: every later call returns the same error, since the seqs
-// already handed out can no longer be honoured.
+// On a durable run's stream, the rows queued when a step of the run ends are committed
+// in the step's own write ([Run.Step]). Every commit stores a reservation of
+// [LogOptions.ReserveAhead] seqs past the last handed out, and a seq past the stored
+// reservation is returned only after a commit stored a new one: a writer that takes the
+// stream over after this one died continues past every seq this one may have sent.
+// Close and Finish store the exact last seq, so a run that parks and resumes keeps its
+// seqs contiguous.
+//
+// A commit that fails while the database is away is tried again ([Options.WriteRetry]).
+// A commit that fails for good is sticky: every later call returns the same error, since
+// the seqs already handed out can no longer be honoured.
 type LogWriter struct {
 	j        *Journal
 	streamID string
 	run      *Run
 	opts     LogOptions
 	ctx      context.Context
+	opened   Stream // the stream as it was when the writer opened it
+	openLast int64  // its last stored seq then
 
 	mu         sync.Mutex
 	seq        int64
+	reserved   int64 // the reservation stored for the stream: seqs up to it may be handed out
 	pending    *pendingDelta
 	text       []byte // the pending row's delta text; reused while rows fill by size
 	queue      []EventRow
@@ -91,10 +112,11 @@ type LogStats struct {
 	Commits int // commit round trips
 }
 
-// NewLogWriter opens a writer on an existing stream, continuing after its last seq so a
-// resumed run extends the log. When the stream belongs to a durable run, run must be this
-// instance's execution of it; every commit is fenced by its lease, so close the writer
-// before [Run.Suspend], [Run.Complete] or [Run.Fail] release that lease.
+// NewLogWriter opens a writer on an existing stream, continuing after its last seq (or
+// after the reservation of a writer that did not close) so a resumed run extends the log.
+// When the stream belongs to a durable run, run must be this instance's execution of it;
+// every commit is fenced by its lease, so close the writer before [Run.Suspend],
+// [Run.Complete] or [Run.Fail] release that lease.
 func (j *Journal) NewLogWriter(ctx context.Context, streamID string, run *Run, opts LogOptions) (*LogWriter, error) {
 	s, err := j.d.GetStream(ctx, streamID)
 	if err != nil {
@@ -107,17 +129,19 @@ func (j *Journal) NewLogWriter(ctx context.Context, streamID string, run *Run, o
 	if err != nil {
 		return nil, err
 	}
-	return j.openLogWriter(ctx, s, run, last, opts)
+	return j.openLogWriter(ctx, s, run, last, false, opts)
 }
 
 // CreateLog creates a stream and opens a writer on it: [Journal.CreateStream] then
 // [Journal.NewLogWriter], except that a stream this call created is known to be empty,
-// so the writer opens without reading it back. A stream that already exists (a resumed
-// run's) is continued.
+// so the writer opens without reading it back, and it is created with the writer's
+// first reservation. A stream that already exists (a resumed run's) is continued.
 func (j *Journal) CreateLog(ctx context.Context, s Stream, run *Run, opts LogOptions) (*LogWriter, error) {
 	if err := writerMayOpen(s, run); err != nil {
 		return nil, err
 	}
+	opts.defaults()
+	s.Reserved = opts.ReserveAhead
 	s, err := j.createStream(ctx, s)
 	if errors.Is(err, ErrConflict) {
 		return j.NewLogWriter(ctx, s.ID, run, opts)
@@ -125,7 +149,7 @@ func (j *Journal) CreateLog(ctx context.Context, s Stream, run *Run, opts LogOpt
 	if err != nil {
 		return nil, err
 	}
-	return j.openLogWriter(ctx, s, run, 0, opts)
+	return j.openLogWriter(ctx, s, run, 0, true, opts)
 }
 
 // writerMayOpen refuses a writer on a durable run's stream without that run's lease.
@@ -136,13 +160,20 @@ func writerMayOpen(s Stream, run *Run) error {
 	return nil
 }
 
-// openLogWriter opens a writer on stream s, whose last stored seq is last.
-func (j *Journal) openLogWriter(ctx context.Context, s Stream, run *Run, last int64, opts LogOptions) (*LogWriter, error) {
+// openLogWriter opens a writer on stream s, whose last stored seq is last. fresh says
+// the stream was created for this writer with reservation s.Reserved; otherwise the
+// writer continues after the larger of last and the reservation another writer left.
+func (j *Journal) openLogWriter(ctx context.Context, s Stream, run *Run, last int64, fresh bool, opts LogOptions) (*LogWriter, error) {
 	opts.defaults()
 	streamID := s.ID
 	w := &LogWriter{j: j, streamID: streamID, run: run, opts: opts, ctx: context.WithoutCancel(ctx),
-		seq: last, lastCommit: time.Now()}
-	j.tails.open(s, last, j.now())
+		opened: s, openLast: last, seq: last, reserved: last, lastCommit: time.Now()}
+	if fresh {
+		w.reserved = s.Reserved
+	} else if s.Reserved > last {
+		w.seq, w.reserved = s.Reserved, s.Reserved
+	}
+	j.tails.open(s, w.seq, j.now())
 	if last >= opts.MaxRows {
 		rows, err := j.d.ReadEvents(ctx, streamID, opts.MaxRows-1, int(last-opts.MaxRows)+2)
 		if err != nil {
@@ -154,8 +185,15 @@ func (j *Journal) openLogWriter(ctx context.Context, s Stream, run *Run, last in
 			}
 		}
 	}
+	if run != nil {
+		run.attach(w)
+	}
 	return w, nil
 }
+
+// Opened returns the stream as the writer found it when it opened, and its last stored
+// seq then: a resumed run reads what an earlier execution left.
+func (w *LogWriter) Opened() (Stream, int64) { return w.opened, w.openLast }
 
 // logEvent is the part of an AG-UI event the writer looks at.
 type logEvent struct {
@@ -241,9 +279,11 @@ func (w *LogWriter) write(typ, id, delta string, isDelta, shaped bool, event jso
 		w.seal()
 		seq = w.enqueue(bytes.Clone(event))
 	}
-	if typ == "RUN_FINISHED" || typ == "RUN_ERROR" {
+	if typ == "RUN_FINISHED" || typ == "RUN_ERROR" || seq > w.reserved {
+		// A run end is stored at once; a seq past the stored reservation may be sent
+		// only once a reservation covers it.
 		w.seal()
-		return seq, w.commit()
+		return seq, w.commit(w.seq + w.opts.ReserveAhead)
 	}
 	w.arm()
 	return seq, nil
@@ -325,24 +365,66 @@ func (w *LogWriter) enqueue(ev json.RawMessage) int64 {
 	return w.seq
 }
 
-// commit writes the queued rows in one transaction.
-func (w *LogWriter) commit() error {
+// commit writes the queued rows in one transaction, with reserve as the stream's new
+// reservation, and retries while the database is away.
+func (w *LogWriter) commit(reserve int64) error {
 	if w.err != nil {
 		return w.err
 	}
-	if len(w.queue) == 0 {
+	if len(w.queue) == 0 && reserve == w.reserved {
 		return nil
 	}
-	rows := w.queue
+	a := Append{StreamID: w.streamID, Rows: w.queue, Reserve: reserve}
 	w.queue = nil
 	w.lastCommit = time.Now()
-	if err := w.j.AppendEvents(w.ctx, w.streamID, w.run, rows...); err != nil {
+	err := w.j.persist(w.ctx, "log rows of stream "+w.streamID, func() error { return w.j.appendEvents(w.ctx, w.run, a) },
+		func(err error) bool { return errors.Is(err, ErrSeqExists) && w.j.landed(w.ctx, a.StreamID, a.Rows) })
+	if err != nil {
 		w.err = fmt.Errorf("journal: log writer for stream %s: %w", w.streamID, err)
 		return w.err
 	}
-	w.commits++
-	w.rows += len(rows)
+	w.committed(a)
 	return nil
+}
+
+// committed records a stored append.
+func (w *LogWriter) committed(a Append) {
+	w.reserved = a.Reserve
+	if len(a.Rows) > 0 {
+		w.j.tails.add(w.streamID, a.Rows, w.j.now())
+		w.commits++
+		w.rows += len(a.Rows)
+	}
+}
+
+// stage holds the writer for a step's write ([Run.Step]) and gives the rows queued, the
+// pending delta row sealed, with a new reservation; false (and the writer not held)
+// when there is nothing to store. [LogWriter.settle] must follow a true.
+func (w *LogWriter) stage() (Append, bool) {
+	w.mu.Lock()
+	if w.closed || w.err != nil {
+		w.mu.Unlock()
+		return Append{}, false
+	}
+	w.seal()
+	if len(w.queue) == 0 {
+		w.mu.Unlock()
+		return Append{}, false
+	}
+	return Append{StreamID: w.streamID, Rows: w.queue, Reserve: w.seq + w.opts.ReserveAhead}, true
+}
+
+// settle ends a stage with the outcome of the step's write and lets the writer go.
+func (w *LogWriter) settle(a Append, err error) {
+	defer w.mu.Unlock()
+	if err != nil {
+		w.queue = nil
+		w.err = fmt.Errorf("journal: log writer for stream %s: %w", w.streamID, err)
+		return
+	}
+	w.queue = nil
+	w.lastCommit = time.Now()
+	w.committed(a)
 }
 
 // arm starts the timer when something waits to be stored and no timer is running: the
@@ -384,7 +466,7 @@ func (w *LogWriter) tick() {
 		w.text = nil
 	}
 	if len(w.queue) > 0 && now.Sub(w.lastCommit) >= w.opts.CommitInterval {
-		if w.commit() != nil {
+		if w.commit(w.seq+w.opts.ReserveAhead) != nil {
 			return
 		}
 	}
@@ -399,12 +481,13 @@ func (w *LogWriter) Flush(ctx context.Context) error {
 		return w.err
 	}
 	w.seal()
-	return w.commit()
+	return w.commit(w.seq + w.opts.ReserveAhead)
 }
 
 // Close flushes and stops the writer. It does not finish the stream: a parked run's
 // stream continues when the run resumes; use [LogWriter.Finish] or [LogWriter.WriteEnd]
-// when the run ends.
+// when the run ends. The reservation it stores is exactly the last seq it handed out, so
+// the next writer continues right after it.
 func (w *LogWriter) Close(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -412,7 +495,7 @@ func (w *LogWriter) Close(ctx context.Context) error {
 		return w.err
 	}
 	w.seal()
-	err := w.commit()
+	err := w.commit(w.seq)
 	w.stop()
 	return err
 }
@@ -464,7 +547,12 @@ func (w *LogWriter) finish() error {
 	}
 	w.queue = nil
 	w.stop()
-	if err := w.j.finishStream(w.ctx, w.streamID, w.run, rows...); err != nil {
+	err := w.j.persist(w.ctx, "end of stream "+w.streamID, func() error { return w.j.finishStream(w.ctx, w.streamID, w.run, rows...) },
+		func(err error) bool {
+			st, gerr := w.j.d.GetStream(w.ctx, w.streamID)
+			return errors.Is(err, ErrSeqExists) && gerr == nil && st.FinishedAt != nil && w.j.landed(w.ctx, w.streamID, rows)
+		})
+	if err != nil {
 		if w.err == nil {
 			w.err = fmt.Errorf("journal: log writer for stream %s: %w", w.streamID, err)
 		}
@@ -478,12 +566,15 @@ func (w *LogWriter) finish() error {
 	return w.err
 }
 
-// stop closes the writer and stops its timer.
+// stop closes the writer, stops its timer and takes it off its run.
 func (w *LogWriter) stop() {
 	w.closed = true
 	if w.timer != nil {
 		w.timer.Stop()
 		w.timer = nil
+	}
+	if w.run != nil {
+		w.run.detach(w)
 	}
 }
 

@@ -124,8 +124,8 @@ func (o offloaded) LoadSteps(ctx context.Context, runID string) ([]StepRecord, e
 	return off(func() ([]StepRecord, error) { return o.d.LoadSteps(ctx, runID) })
 }
 
-func (o offloaded) InsertStep(ctx context.Context, f Fence, s StepRecord, opens ...Stream) error {
-	return off0(func() error { return o.d.InsertStep(ctx, f, s, opens...) })
+func (o offloaded) InsertStep(ctx context.Context, f Fence, s StepRecord, w StepWrites) error {
+	return off0(func() error { return o.d.InsertStep(ctx, f, s, w) })
 }
 
 func (o offloaded) InsertPark(ctx context.Context, f Fence, p ParkRecord) (ParkRecord, error) {
@@ -168,8 +168,8 @@ func (o offloaded) FinishStream(ctx context.Context, id string, f *Fence, rows [
 	return off(func() (int64, error) { return o.d.FinishStream(ctx, id, f, rows, now) })
 }
 
-func (o offloaded) AppendEvents(ctx context.Context, streamID string, f *Fence, rows []EventRow) error {
-	return off0(func() error { return o.d.AppendEvents(ctx, streamID, f, rows) })
+func (o offloaded) AppendEvents(ctx context.Context, f *Fence, a Append) error {
+	return off0(func() error { return o.d.AppendEvents(ctx, f, a) })
 }
 
 func (o offloaded) ReadEvents(ctx context.Context, streamID string, after int64, limit int) ([]EventRow, error) {

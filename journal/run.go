@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/bbc28f59/engine/internal/callkey"
 )
 
 // Run is one execution of a durable run while this instance holds its lease. Steps are
@@ -26,12 +29,15 @@ type Run struct {
 	Tenant    string
 	CreatedAt time.Time
 
+	calls *callkey.Scope // this execution's calls made outside its steps
+
 	mu     sync.Mutex
 	status Status
 	fence  Fence
 	steps  []StepRecord
 	next   int
 	parks  []ParkRecord // few per run: a slice beats a map
+	logs   []*LogWriter // open writers of the run's streams, committed with its steps
 	done   bool         // lease released, lost, or run ended
 }
 
@@ -39,8 +45,16 @@ func newRun(j *Journal, rec RunRecord, steps []StepRecord, parks []ParkRecord) *
 	r := &Run{j: j, ID: rec.ID, Flow: rec.Flow, Input: rec.Input, Principal: rec.Principal,
 		Tenant: rec.Tenant, CreatedAt: rec.CreatedAt, status: rec.Status,
 		fence: Fence{RunID: rec.ID, Owner: rec.LeaseOwner, Epoch: rec.Epoch},
-		steps: steps, parks: parks}
+		steps: steps, parks: parks, calls: callkey.ForRun(rec.ID)}
 	return r
+}
+
+// CallContext returns ctx carrying this execution's call scope: a flow the run's
+// handler calls with it, outside a step, gets an idempotency key (and, when durable, a
+// run id) derived from this run and the order of such calls, the same on every
+// execution. Inside [Run.Step] the step's context carries the step's scope instead.
+func (r *Run) CallContext(ctx context.Context) context.Context {
+	return callkey.With(ctx, r.calls)
 }
 
 // Status returns the run's status as this execution last wrote or loaded it.
@@ -101,6 +115,14 @@ func (r *Run) park(key string) *ParkRecord {
 // An ordinary error from fn is recorded too (replays return it as a [*StepError] with the
 // same message) so a replay takes the same path. Context cancellation, deadline and lease
 // loss are never recorded: the step runs again on the next execution.
+//
+// fn may run more than once only when its process dies (or loses the lease) after fn
+// started and before its result was recorded. Every execution of the step sees the same
+// idempotency key in its context, "<run id>-<position>", so an external effect can be
+// made exactly once. The step's record is written together with the rows its run's
+// event logs queued meanwhile, so a recorded step never lacks its events; a write that
+// fails while the database is away is retried (see [Options.WriteRetry]), never
+// recomputed.
 func (r *Run) Step(ctx context.Context, name string, fn func(ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
 	return r.step(ctx, name, fn, nil)
 }
@@ -133,7 +155,7 @@ func (r *Run) step(ctx context.Context, name string, fn func(ctx context.Context
 	f := r.fence
 	r.mu.Unlock()
 
-	out, err := fn(ctx)
+	out, err := fn(callkey.With(ctx, callkey.ForStep(r.ID, pos)))
 	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, ErrLeaseLost) || ctx.Err() != nil) {
 		return nil, err
@@ -146,11 +168,21 @@ func (r *Run) step(ctx context.Context, name string, fn func(ctx context.Context
 		}
 		rec.Result = nil
 	}
-	var streams []Stream
+	var w StepWrites
 	if err == nil && opens != nil {
-		streams = opens()
+		w.Opens = opens()
 	}
-	if werr := r.j.d.InsertStep(context.WithoutCancel(ctx), f, rec, streams...); werr != nil {
+	logs := r.stageLogs()
+	for _, s := range logs {
+		w.Appends = append(w.Appends, s.a)
+	}
+	wctx := context.WithoutCancel(ctx)
+	werr := r.j.persist(wctx, "step "+name, func() error { return r.j.d.InsertStep(wctx, f, rec, w) },
+		func(err error) bool { return errors.Is(err, ErrStepExists) })
+	for _, s := range logs {
+		s.w.settle(s.a, werr)
+	}
+	if werr != nil {
 		if errors.Is(werr, ErrLeaseLost) {
 			r.lose()
 		}
@@ -160,6 +192,40 @@ func (r *Run) step(ctx context.Context, name string, fn func(ctx context.Context
 	r.steps = append(r.steps, rec)
 	r.mu.Unlock()
 	return out, err
+}
+
+// staged is a log writer held for a step's write, with the rows it gives it.
+type staged struct {
+	w *LogWriter
+	a Append
+}
+
+// stageLogs holds every open writer of the run's streams that has rows queued and takes
+// them for the step's write; each is settled after it.
+func (r *Run) stageLogs() []staged {
+	r.mu.Lock()
+	logs := r.logs
+	r.mu.Unlock()
+	var out []staged
+	for _, w := range logs {
+		if a, ok := w.stage(); ok {
+			out = append(out, staged{w: w, a: a})
+		}
+	}
+	return out
+}
+
+// attach registers a writer of one of the run's streams; detach forgets it.
+func (r *Run) attach(w *LogWriter) {
+	r.mu.Lock()
+	r.logs = append(r.logs, w)
+	r.mu.Unlock()
+}
+
+func (r *Run) detach(w *LogWriter) {
+	r.mu.Lock()
+	r.logs = slices.DeleteFunc(r.logs, func(x *LogWriter) bool { return x == w })
+	r.mu.Unlock()
 }
 
 // Park records (idempotently) that the run waits for a decision under key and returns the
@@ -186,7 +252,13 @@ func (r *Run) Park(ctx context.Context, key string, deadline time.Time, payload 
 	if deadline.IsZero() {
 		deadline = now.Add(r.j.opts.ApprovalDeadline)
 	}
-	p, err := r.j.d.InsertPark(ctx, f, ParkRecord{RunID: r.ID, Key: key, Deadline: deadline, Payload: payload, CreatedAt: now})
+	var p ParkRecord
+	rec := ParkRecord{RunID: r.ID, Key: key, Deadline: deadline, Payload: payload, CreatedAt: now}
+	wctx := context.WithoutCancel(ctx)
+	err := r.j.persist(wctx, "park "+key, func() (err error) { // idempotent: retried as it is
+		p, err = r.j.d.InsertPark(wctx, f, rec)
+		return err
+	}, nil)
 	if err != nil {
 		if errors.Is(err, ErrLeaseLost) {
 			r.lose()
@@ -236,6 +308,12 @@ func (r *Run) Fail(ctx context.Context, msg string) error {
 	return r.finish(ctx, RunUpdate{Status: StatusFailed, Error: msg})
 }
 
+// FailWith is [Run.Fail] that also stores detail, the failure as the run's caller saw
+// it (JSON), in the run's output, so a caller that finds the run ended can answer the same.
+func (r *Run) FailWith(ctx context.Context, msg string, detail json.RawMessage) error {
+	return r.finish(ctx, RunUpdate{Status: StatusFailed, Error: msg, Output: detail})
+}
+
 // Release gives the lease up without changing the status, so another instance (or the
 // recovery loop) can claim the run at once.
 func (r *Run) Release(ctx context.Context) error {
@@ -246,7 +324,8 @@ func (r *Run) Release(ctx context.Context) error {
 	}
 	f := r.fence
 	r.mu.Unlock()
-	err := r.j.d.ReleaseRun(context.WithoutCancel(ctx), f)
+	wctx := context.WithoutCancel(ctx)
+	err := r.j.persist(wctx, "release run", func() error { return r.j.d.ReleaseRun(wctx, f) }, nil)
 	r.lose()
 	if errors.Is(err, ErrLeaseLost) {
 		return nil
@@ -263,7 +342,14 @@ func (r *Run) finish(ctx context.Context, u RunUpdate) error {
 	}
 	f := r.fence
 	r.mu.Unlock()
-	err := r.j.d.UpdateRun(context.WithoutCancel(ctx), f, u, r.j.now())
+	wctx, now := context.WithoutCancel(ctx), r.j.now()
+	err := r.j.persist(wctx, "end run as "+string(u.Status), func() error { return r.j.d.UpdateRun(wctx, f, u, now) },
+		func(err error) bool {
+			// The lease is gone: after a lost acknowledgement, because the update did it.
+			got, gerr := r.j.d.GetRun(wctx, r.ID)
+			return errors.Is(err, ErrLeaseLost) && gerr == nil && got.Status == u.Status && got.LeaseOwner == "" &&
+				got.Epoch == f.Epoch && got.UpdatedAt.Equal(now)
+		})
 	if err != nil && !errors.Is(err, ErrLeaseLost) {
 		return err
 	}
@@ -300,8 +386,11 @@ func (r *Run) renew(ctx context.Context) {
 	}
 	f := r.fence
 	r.mu.Unlock()
-	if err := r.j.d.RenewLease(ctx, f, r.j.now().Add(r.j.opts.LeaseTTL)); errors.Is(err, ErrLeaseLost) {
+	switch err := r.j.d.RenewLease(ctx, f, r.j.now().Add(r.j.opts.LeaseTTL)); {
+	case errors.Is(err, ErrLeaseLost):
 		r.lose()
+	case transient(ctx, err):
+		r.j.fault()
 	}
 }
 
@@ -313,6 +402,7 @@ func (r *Run) renew(ctx context.Context) {
 // fields, the recorded id replaces its id, and the stream is continued as
 // [Journal.CreateLog] does (or created, for a step recorded without one).
 func (r *Run) CreateLogStep(ctx context.Context, name string, newStream func() Stream, opts LogOptions) (*LogWriter, error) {
+	opts.defaults()
 	var s Stream
 	fresh := false
 	out, err := r.step(ctx, name, func(context.Context) (json.RawMessage, error) {
@@ -320,7 +410,7 @@ func (r *Run) CreateLogStep(ctx context.Context, name string, newStream func() S
 		if s.ID == "" {
 			return nil, errors.New("journal: CreateLogStep: the stream needs an id")
 		}
-		s.RunID, s.CreatedAt, s.FinishedAt = r.ID, r.j.now(), nil
+		s.RunID, s.CreatedAt, s.FinishedAt, s.Reserved = r.ID, r.j.now(), nil, opts.ReserveAhead
 		fresh = true
 		return json.Marshal(s.ID)
 	}, func() []Stream { return []Stream{s} })
@@ -328,7 +418,7 @@ func (r *Run) CreateLogStep(ctx context.Context, name string, newStream func() S
 		return nil, err
 	}
 	if fresh {
-		return r.j.openLogWriter(ctx, s, r, 0, opts)
+		return r.j.openLogWriter(ctx, s, r, 0, true, opts)
 	}
 	var id string
 	if err := json.Unmarshal(out, &id); err != nil || id == "" {

@@ -55,22 +55,39 @@ func (j *Journal) finishStream(ctx context.Context, streamID string, run *Run, r
 	return nil
 }
 
-// AppendEvents stores rows that continue the stream gap-free. When the stream belongs to
-// a durable run, run must be this instance's execution of it: the append is fenced by its
-// lease. Most callers use a [LogWriter] instead.
+// AppendEvents stores rows that continue the stream gap-free and clears its reservation
+// (it is not for a stream a [LogWriter] writes). When the stream belongs to a durable
+// run, run must be this instance's execution of it: the append is fenced by its lease.
+// Most callers use a [LogWriter] instead.
 func (j *Journal) AppendEvents(ctx context.Context, streamID string, run *Run, rows ...EventRow) error {
+	err := j.appendEvents(ctx, run, Append{StreamID: streamID, Rows: rows})
+	if err == nil {
+		j.tails.add(streamID, rows, j.now())
+	}
+	return err
+}
+
+// appendEvents stores a, fenced by run's lease when run is set.
+func (j *Journal) appendEvents(ctx context.Context, run *Run, a Append) error {
 	f, err := fenceOf(run)
 	if err != nil {
 		return err
 	}
-	err = j.d.AppendEvents(ctx, streamID, f, rows)
-	if err == nil {
-		j.tails.add(streamID, rows, j.now())
-	}
+	err = j.d.AppendEvents(ctx, f, a)
 	if errors.Is(err, ErrLeaseLost) && run != nil {
 		run.lose()
 	}
 	return err
+}
+
+// landed reports whether rows, which an attempt whose outcome was lost may have stored,
+// are stored: rows are stored all or none, so the last one tells.
+func (j *Journal) landed(ctx context.Context, streamID string, rows []EventRow) bool {
+	if len(rows) == 0 {
+		return true
+	}
+	last, err := j.d.LastSeq(ctx, streamID)
+	return err == nil && last >= rows[len(rows)-1].Seq
 }
 
 // fenceOf is the fence of a write made under run's lease; nil for no run.

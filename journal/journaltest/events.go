@@ -77,7 +77,7 @@ func eventCases() []testCase {
 		{"Events/FinishStreamStoresItsRowsInTheSameWrite", func(t *testing.T, e *env) {
 			j := e.journal("a")
 			e.stream(j, "s1", "")
-			must(t, "Append", e.d.AppendEvents(e.ctx, "s1", nil, rows(1, 2)))
+			must(t, "Append", e.d.AppendEvents(e.ctx, nil, journal.Append{StreamID: "s1", Rows: rows(1, 2)}))
 			at := e.clock.Now()
 			// A batch that does not continue the stream stores nothing and finishes nothing.
 			for _, c := range []struct {
@@ -117,7 +117,7 @@ func eventCases() []testCase {
 			r := e.begin(a)
 			e.stream(a, "s1", r.ID)
 			old := r.Fence()
-			must(t, "Append", e.d.AppendEvents(e.ctx, "s1", &old, rows(1)))
+			must(t, "Append", e.d.AppendEvents(e.ctx, &old, journal.Append{StreamID: "s1", Rows: rows(1)}))
 			if _, err := e.d.FinishStream(e.ctx, "s1", nil, rows(2), e.clock.Now()); !errors.Is(err, journal.ErrLeaseLost) {
 				t.Fatalf("rows without a fence on a durable stream err = %v", err)
 			}
@@ -190,7 +190,7 @@ func eventCases() []testCase {
 				return []journal.EventRow{{Seq: first, Event: buf[:half]}, {Seq: first + 1, Event: buf[half:]}}
 			}
 			want := string(buf)
-			must(t, "AppendEvents", e.d.AppendEvents(e.ctx, "s1", nil, batch(1)))
+			must(t, "AppendEvents", e.d.AppendEvents(e.ctx, nil, journal.Append{StreamID: "s1", Rows: batch(1)}))
 			clear(buf)
 			copy(buf, want)
 			_, err := e.d.FinishStream(e.ctx, "s1", nil, batch(3), e.clock.Now())

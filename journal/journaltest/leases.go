@@ -25,9 +25,15 @@ func leaseCases() []testCase {
 			if busy.RetryAfter != leaseTTL-3*time.Second || busy.Owner != "a" || busy.RunID != r.ID {
 				t.Fatalf("busy = %+v", busy)
 			}
-			// The holder may claim again (same owner): the epoch moves on.
-			r2, err := a.Claim(e.ctx, r.ID)
-			must(t, "re-Claim by holder", err)
+			// While an execution on this instance holds it, a second claim there is busy
+			// too: two executions of one run never overlap in one process.
+			if _, err := a.Claim(e.ctx, r.ID); !errors.As(err, &busy) || busy.Owner != "a" {
+				t.Fatalf("second Claim on the holding instance err = %v, want LeaseBusyError", err)
+			}
+			// A restarted instance under the same owner name (the old process is gone) may
+			// claim at once: the epoch moves on.
+			r2, err := e.journal("a").Claim(e.ctx, r.ID)
+			must(t, "Claim by the holder restarted", err)
 			if r2.Epoch() != 2 {
 				t.Fatalf("epoch = %d", r2.Epoch())
 			}

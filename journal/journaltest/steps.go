@@ -150,7 +150,7 @@ func stepCases() []testCase {
 			j := e.journal("a")
 			r := e.begin(j)
 			step := journal.StepRecord{RunID: r.ID, Position: 0, Name: "open", Result: json.RawMessage(`"s1"`), CreatedAt: e.clock.Now()}
-			must(t, "InsertStep", e.d.InsertStep(e.ctx, r.Fence(), step, journal.Stream{ID: "s1", RunID: r.ID, Flow: "f", Tenant: "t1", CreatedAt: e.clock.Now()}))
+			must(t, "InsertStep", e.d.InsertStep(e.ctx, r.Fence(), step, opens(journal.Stream{ID: "s1", RunID: r.ID, Flow: "f", Tenant: "t1", CreatedAt: e.clock.Now()})))
 			st, err := e.d.GetStream(e.ctx, "s1")
 			must(t, "GetStream", err)
 			if st.RunID != r.ID || st.Flow != "f" || st.Tenant != "t1" || st.FinishedAt != nil {
@@ -165,16 +165,16 @@ func stepCases() []testCase {
 			at := func(pos int) journal.StepRecord {
 				return journal.StepRecord{RunID: r.ID, Position: pos, Name: "open", Result: json.RawMessage(`"x"`), CreatedAt: e.clock.Now()}
 			}
-			if err := e.d.InsertStep(e.ctx, r.Fence(), at(0), journal.Stream{ID: "taken", RunID: r.ID}); !errors.Is(err, journal.ErrConflict) {
+			if err := e.d.InsertStep(e.ctx, r.Fence(), at(0), opens(journal.Stream{ID: "taken", RunID: r.ID})); !errors.Is(err, journal.ErrConflict) {
 				t.Fatalf("existing stream err = %v, want ErrConflict", err)
 			}
 			stale := r.Fence()
 			stale.Epoch--
-			if err := e.d.InsertStep(e.ctx, stale, at(0), journal.Stream{ID: "fresh", RunID: r.ID}); !errors.Is(err, journal.ErrLeaseLost) {
+			if err := e.d.InsertStep(e.ctx, stale, at(0), opens(journal.Stream{ID: "fresh", RunID: r.ID})); !errors.Is(err, journal.ErrLeaseLost) {
 				t.Fatalf("stale fence err = %v, want ErrLeaseLost", err)
 			}
-			must(t, "InsertStep", e.d.InsertStep(e.ctx, r.Fence(), at(0)))
-			if err := e.d.InsertStep(e.ctx, r.Fence(), at(0), journal.Stream{ID: "fresh", RunID: r.ID}); !errors.Is(err, journal.ErrStepExists) {
+			must(t, "InsertStep", e.d.InsertStep(e.ctx, r.Fence(), at(0), journal.StepWrites{}))
+			if err := e.d.InsertStep(e.ctx, r.Fence(), at(0), opens(journal.Stream{ID: "fresh", RunID: r.ID})); !errors.Is(err, journal.ErrStepExists) {
 				t.Fatalf("taken position err = %v, want ErrStepExists", err)
 			}
 			if _, err := e.d.GetStream(e.ctx, "fresh"); !errors.Is(err, journal.ErrNotFound) {
@@ -241,8 +241,8 @@ func stepCases() []testCase {
 			a := e.journal("a")
 			r := e.begin(a)
 			s := journal.StepRecord{RunID: r.ID, Position: 0, Name: "x", Result: json.RawMessage(`1`), CreatedAt: e.clock.Now()}
-			must(t, "InsertStep", e.d.InsertStep(e.ctx, r.Fence(), s))
-			if err := e.d.InsertStep(e.ctx, r.Fence(), s); !errors.Is(err, journal.ErrStepExists) {
+			must(t, "InsertStep", e.d.InsertStep(e.ctx, r.Fence(), s, journal.StepWrites{}))
+			if err := e.d.InsertStep(e.ctx, r.Fence(), s, journal.StepWrites{}); !errors.Is(err, journal.ErrStepExists) {
 				t.Fatalf("duplicate position err = %v", err)
 			}
 		}},
@@ -258,3 +258,6 @@ func (e *env) onlyStep(t *testing.T, runID, result string) {
 		t.Fatalf("steps = %+v, want one holding %s", steps, result)
 	}
 }
+
+// opens is the write of a step that creates streams.
+func opens(s ...journal.Stream) journal.StepWrites { return journal.StepWrites{Opens: s} }

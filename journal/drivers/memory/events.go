@@ -45,7 +45,7 @@ func (d *Driver) stream(id string) (journal.Stream, error) {
 // FinishStream implements journal.Driver.
 func (d *Driver) FinishStream(_ context.Context, id string, f *journal.Fence, rows []journal.EventRow, now time.Time) (int64, error) {
 	d.mu.Lock()
-	s, last, err := d.appendLocked(id, f, rows, f != nil || len(rows) > 0)
+	s, err := d.appendLocked(f, journal.Append{StreamID: id, Rows: rows}, f != nil || len(rows) > 0)
 	if err == nil && s.FinishedAt == nil {
 		s.FinishedAt = &now
 	}
@@ -54,61 +54,80 @@ func (d *Driver) FinishStream(_ context.Context, id string, f *journal.Fence, ro
 		return 0, err
 	}
 	d.hub.Notify(id)
-	return last, nil
+	return s.lastSeq(), nil
 }
 
 // AppendEvents implements journal.Driver.
-func (d *Driver) AppendEvents(_ context.Context, streamID string, f *journal.Fence, rows []journal.EventRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
+func (d *Driver) AppendEvents(_ context.Context, f *journal.Fence, a journal.Append) error {
 	d.mu.Lock()
-	_, _, err := d.appendLocked(streamID, f, rows, true)
+	_, err := d.appendLocked(f, a, true)
 	d.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	d.hub.Notify(streamID)
+	if len(a.Rows) > 0 {
+		d.hub.Notify(a.StreamID)
+	}
 	return nil
 }
 
-// appendLocked stores rows that continue the stream gap-free, all or none, and returns
-// the stream and its last seq afterwards. fenced applies the lease check of a durable
-// run's stream. d.mu must be held.
-func (d *Driver) appendLocked(streamID string, f *journal.Fence, rows []journal.EventRow, fenced bool) (*streamEntry, int64, error) {
-	s, ok := d.streams[streamID]
+// appendLocked stores a's rows, all or none, and its reservation, and returns the
+// stream. fenced applies the lease check of a durable run's stream. d.mu must be held.
+func (d *Driver) appendLocked(f *journal.Fence, a journal.Append, fenced bool) (*streamEntry, error) {
+	s, ok := d.streams[a.StreamID]
 	if !ok {
-		return nil, 0, journal.ErrNotFound
+		return nil, journal.ErrNotFound
 	}
 	if fenced && s.RunID != "" {
 		if f == nil || f.RunID != s.RunID {
-			return nil, 0, journal.ErrLeaseLost
+			return nil, journal.ErrLeaseLost
 		}
 		if _, err := d.fenced(*f); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 	}
+	if err := s.check(a.Rows); err != nil {
+		return nil, err
+	}
+	s.store(a)
+	return s, nil
+}
+
+// check validates rows that are to continue the stream (see [journal.Append]).
+func (s *streamEntry) check(rows []journal.EventRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
 	last := s.lastSeq()
+	if rows[0].Seq == s.Reserved+1 && s.Reserved > last {
+		last = s.Reserved
+	}
 	for i, r := range rows {
 		want := last + int64(i) + 1
 		if r.Seq < want {
-			return nil, 0, journal.ErrSeqExists
+			return journal.ErrSeqExists
 		}
 		if r.Seq > want {
-			return nil, 0, journal.ErrSeqGap
+			return journal.ErrSeqGap
 		}
 	}
-	if len(rows) == 0 {
-		return s, last, nil
+	return nil
+}
+
+// store appends checked rows and sets the reservation. The rows' events are copied into
+// one allocation.
+func (s *streamEntry) store(a journal.Append) {
+	s.Reserved = a.Reserve
+	if len(a.Rows) == 0 {
+		return
 	}
-	// The rows' events are copied into one allocation.
 	n := 0
-	for _, r := range rows {
+	for _, r := range a.Rows {
 		n += len(r.Event)
 	}
 	buf := make([]byte, 0, n)
-	s.rows = slices.Grow(s.rows, len(rows))
-	for _, r := range rows {
+	s.rows = slices.Grow(s.rows, len(a.Rows))
+	for _, r := range a.Rows {
 		var ev json.RawMessage
 		if r.Event != nil {
 			start := len(buf)
@@ -117,7 +136,6 @@ func (d *Driver) appendLocked(streamID string, f *journal.Fence, rows []journal.
 		}
 		s.rows = append(s.rows, journal.EventRow{Seq: r.Seq, Event: ev})
 	}
-	return s, rows[len(rows)-1].Seq, nil
 }
 
 // ReadEvents implements journal.Driver.
@@ -219,7 +237,8 @@ func (d *Driver) CloseStream(_ context.Context, id string, event json.RawMessage
 		d.mu.Unlock()
 		return journal.ErrNotFound
 	}
-	s.rows = []journal.EventRow{{Seq: s.lastSeq() + 1, Event: clone(event)}}
+	s.rows = []journal.EventRow{{Seq: max(s.lastSeq(), s.Reserved) + 1, Event: clone(event)}}
+	s.Reserved = 0
 	if s.FinishedAt == nil {
 		s.FinishedAt = &now
 	}

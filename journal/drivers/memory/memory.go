@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -182,29 +183,59 @@ func (d *Driver) LoadSteps(_ context.Context, runID string) ([]journal.StepRecor
 }
 
 // InsertStep implements journal.Driver.
-func (d *Driver) InsertStep(_ context.Context, f journal.Fence, s journal.StepRecord, opens ...journal.Stream) error {
+func (d *Driver) InsertStep(_ context.Context, f journal.Fence, s journal.StepRecord, w journal.StepWrites) error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	e, err := d.fenced(f)
+	if err == nil {
+		err = d.checkStep(e, s, w)
+	}
 	if err != nil {
+		d.mu.Unlock()
 		return err
 	}
+	for _, st := range w.Opens {
+		d.streams[st.ID] = &streamEntry{Stream: st}
+	}
+	for _, a := range w.Appends {
+		d.streams[a.StreamID].store(a)
+	}
+	s.Result = clone(s.Result)
+	e.steps = append(e.steps, s)
+	slices.SortFunc(e.steps, func(a, b journal.StepRecord) int { return cmp.Compare(a.Position, b.Position) })
+	d.mu.Unlock()
+	for _, a := range w.Appends {
+		d.hub.Notify(a.StreamID)
+	}
+	return nil
+}
+
+// checkStep validates everything a step's write stores before any of it is. d.mu is held.
+func (d *Driver) checkStep(e *entry, s journal.StepRecord, w journal.StepWrites) error {
 	for _, old := range e.steps {
 		if old.Position == s.Position {
 			return journal.ErrStepExists
 		}
 	}
-	for i, st := range opens {
-		if _, ok := d.streams[st.ID]; ok || slices.ContainsFunc(opens[:i], func(o journal.Stream) bool { return o.ID == st.ID }) {
+	for i, st := range w.Opens {
+		if _, ok := d.streams[st.ID]; ok || slices.ContainsFunc(w.Opens[:i], func(o journal.Stream) bool { return o.ID == st.ID }) {
 			return journal.ErrConflict
 		}
 	}
-	for _, st := range opens {
-		d.streams[st.ID] = &streamEntry{Stream: st}
+	for i, a := range w.Appends {
+		if slices.ContainsFunc(w.Appends[:i], func(o journal.Append) bool { return o.StreamID == a.StreamID }) {
+			return fmt.Errorf("journal: step write appends to stream %s twice", a.StreamID)
+		}
+		st, ok := d.streams[a.StreamID]
+		if !ok {
+			return journal.ErrNotFound
+		}
+		if st.RunID != e.rec.ID {
+			return journal.ErrLeaseLost
+		}
+		if err := st.check(a.Rows); err != nil {
+			return err
+		}
 	}
-	s.Result = clone(s.Result)
-	e.steps = append(e.steps, s)
-	slices.SortFunc(e.steps, func(a, b journal.StepRecord) int { return cmp.Compare(a.Position, b.Position) })
 	return nil
 }
 

@@ -54,7 +54,7 @@ func TestListenerReconnects(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait("listener reconnected")
-	if err := writer.AppendEvents(ctx, "s1", nil, []journal.EventRow{{Seq: 1, Event: json.RawMessage(`{"type":"RUN_STARTED"}`)}}); err != nil {
+	if err := writer.AppendEvents(ctx, nil, journal.Append{StreamID: "s1", Rows: []journal.EventRow{{Seq: 1, Event: json.RawMessage(`{"type":"RUN_STARTED"}`)}}}); err != nil {
 		t.Fatal(err)
 	}
 	wait("append after reconnect")

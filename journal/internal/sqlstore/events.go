@@ -32,8 +32,8 @@ func (s *Store) CreateStream(ctx context.Context, st journal.Stream) error {
 
 // createStream inserts a stream record through ex, the store or a transaction.
 func (s *Store) createStream(ctx context.Context, ex execer, st journal.Stream) error {
-	res, err := ex.ExecContext(ctx, `INSERT INTO `+s.streams+` (id, run_id, flow, principal_id, tenant, created_at) VALUES (?,?,?,?,?,?)
-		ON CONFLICT (id) DO NOTHING`, st.ID, st.RunID, st.Flow, st.PrincipalID, st.Tenant, ns(st.CreatedAt))
+	res, err := ex.ExecContext(ctx, `INSERT INTO `+s.streams+` (id, run_id, flow, principal_id, tenant, created_at, reserved) VALUES (?,?,?,?,?,?,?)
+		ON CONFLICT (id) DO NOTHING`, st.ID, st.RunID, st.Flow, st.PrincipalID, st.Tenant, ns(st.CreatedAt), st.Reserved)
 	if err != nil {
 		return err
 	}
@@ -43,14 +43,14 @@ func (s *Store) createStream(ctx context.Context, ex execer, st journal.Stream) 
 	return nil
 }
 
-const streamCols = `id, run_id, flow, principal_id, tenant, created_at, finished_at`
+const streamCols = `id, run_id, flow, principal_id, tenant, created_at, finished_at, reserved`
 
 // scanStream scans streamCols, then any further columns into extra.
 func scanStream(sc scanner, extra ...any) (journal.Stream, error) {
 	var st journal.Stream
 	var ca int64
 	var fa sql.NullInt64
-	if err := sc.Scan(append([]any{&st.ID, &st.RunID, &st.Flow, &st.PrincipalID, &st.Tenant, &ca, &fa}, extra...)...); err != nil {
+	if err := sc.Scan(append([]any{&st.ID, &st.RunID, &st.Flow, &st.PrincipalID, &st.Tenant, &ca, &fa, &st.Reserved}, extra...)...); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return st, journal.ErrNotFound
 		}
@@ -95,10 +95,10 @@ func (s *Store) FinishStream(ctx context.Context, id string, f *journal.Fence, r
 	} else {
 		err = s.tx(ctx, func(ctx context.Context, tx *txq) error {
 			var err error
-			if last, err = s.appendTx(ctx, tx, id, f, rows); err != nil {
+			if last, err = s.appendTx(ctx, tx, f, journal.Append{StreamID: id, Rows: rows}, false); err != nil {
 				return err
 			}
-			_, err = tx.ExecContext(ctx, `UPDATE `+s.streams+` SET finished_at = ? WHERE id = ? AND finished_at IS NULL`, ns(now), id)
+			_, err = tx.ExecContext(ctx, `UPDATE `+s.streams+` SET finished_at = COALESCE(finished_at, ?), reserved = 0 WHERE id = ?`, ns(now), id)
 			return err
 		})
 	}
@@ -109,31 +109,30 @@ func (s *Store) FinishStream(ctx context.Context, id string, f *journal.Fence, r
 	return last, nil
 }
 
-// AppendEvents implements journal.Driver. The stream's last seq is read inside the
-// transaction; on Postgres a concurrent appender of the same seq is caught by the primary
-// key (ON CONFLICT DO NOTHING inserts fewer rows) and reported as ErrSeqExists.
-func (s *Store) AppendEvents(ctx context.Context, streamID string, f *journal.Fence, rows []journal.EventRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
+// AppendEvents implements journal.Driver.
+func (s *Store) AppendEvents(ctx context.Context, f *journal.Fence, a journal.Append) error {
 	err := s.tx(ctx, func(ctx context.Context, tx *txq) error {
-		_, err := s.appendTx(ctx, tx, streamID, f, rows)
+		_, err := s.appendTx(ctx, tx, f, a, false)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	s.notify(ctx, streamID)
+	if len(a.Rows) > 0 {
+		s.notify(ctx, a.StreamID)
+	}
 	return nil
 }
 
-// appendTx stores rows that continue the stream gap-free inside tx and returns the
-// stream's last seq afterwards, fenced by f when the stream belongs to a durable run.
-func (s *Store) appendTx(ctx context.Context, tx *txq, streamID string, f *journal.Fence, rows []journal.EventRow) (int64, error) {
+// appendTx stores a's rows and reservation inside tx and returns the stream's last seq
+// afterwards, fenced by f when the stream belongs to a durable run. fenced says the
+// caller already checked f in tx (a step's write); the stream must still be f's run's.
+func (s *Store) appendTx(ctx context.Context, tx *txq, f *journal.Fence, a journal.Append, fenced bool) (int64, error) {
+	streamID, rows := a.StreamID, a.Rows
 	var runID string
-	var last int64
-	err := tx.QueryRowContext(ctx, `SELECT run_id, COALESCE((SELECT MAX(seq) FROM `+s.events+` WHERE stream_id = ?), 0)
-		FROM `+s.streams+` WHERE id = ?`, streamID, streamID).Scan(&runID, &last)
+	var last, reserved int64
+	err := tx.QueryRowContext(ctx, `SELECT run_id, reserved, COALESCE((SELECT MAX(seq) FROM `+s.events+` WHERE stream_id = ?), 0)
+		FROM `+s.streams+` WHERE id = ?`, streamID, streamID).Scan(&runID, &reserved, &last)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, journal.ErrNotFound
 	}
@@ -146,17 +145,28 @@ func (s *Store) appendTx(ctx context.Context, tx *txq, streamID string, f *journ
 		if f == nil || f.RunID != runID {
 			return 0, journal.ErrLeaseLost
 		}
-		if err := s.checkFence(ctx, tx, *f); err != nil {
-			return 0, err
+		if !fenced {
+			if err := s.checkFence(ctx, tx, *f); err != nil {
+				return 0, err
+			}
 		}
 	}
+	base := last
+	if len(rows) > 0 && rows[0].Seq == reserved+1 && reserved > last {
+		base = reserved // a writer continuing after one that died: past its reservation
+	}
 	for i, r := range rows {
-		want := last + int64(i) + 1
+		want := base + int64(i) + 1
 		if r.Seq < want {
 			return 0, journal.ErrSeqExists
 		}
 		if r.Seq > want {
 			return 0, journal.ErrSeqGap
+		}
+	}
+	if a.Reserve != reserved {
+		if _, err := tx.ExecContext(ctx, `UPDATE `+s.streams+` SET reserved = ? WHERE id = ?`, a.Reserve, streamID); err != nil {
+			return 0, err
 		}
 	}
 	if len(rows) == 0 {
@@ -230,7 +240,7 @@ func (s *Store) ReadEvents(ctx context.Context, streamID string, after int64, li
 func (s *Store) ReadStream(ctx context.Context, id string, after int64, limit int) (journal.Stream, []journal.EventRow, error) {
 	rows, err := s.query(ctx, `SELECT `+streamCols+`, CAST(NULL AS BIGINT), CAST(NULL AS TEXT) FROM `+s.streams+` WHERE id = ?
 		UNION ALL SELECT * FROM (SELECT CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT),
-			CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), seq, event FROM `+s.events+` WHERE stream_id = ? AND seq > ? ORDER BY seq LIMIT ?) e`,
+			CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), seq, event FROM `+s.events+` WHERE stream_id = ? AND seq > ? ORDER BY seq LIMIT ?) e`,
 		id, id, after, limit)
 	if err != nil {
 		return journal.Stream{}, nil, err
@@ -243,9 +253,9 @@ func (s *Store) ReadStream(ctx context.Context, id string, after int64, limit in
 		sorted = true
 		// An event row's stream columns are NULL and cost nothing to scan.
 		rid, run, flow, pid, tenant sql.NullString
-		ca, fa, seq                 sql.NullInt64
+		ca, fa, res, seq            sql.NullInt64
 		ev                          sql.RawBytes
-		dest                        = []any{&rid, &run, &flow, &pid, &tenant, &ca, &fa, &seq, &ev}
+		dest                        = []any{&rid, &run, &flow, &pid, &tenant, &ca, &fa, &res, &seq, &ev}
 	)
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
@@ -253,7 +263,7 @@ func (s *Store) ReadStream(ctx context.Context, id string, after int64, limit in
 		}
 		if !seq.Valid {
 			st = journal.Stream{ID: rid.String, RunID: run.String, Flow: flow.String, PrincipalID: pid.String,
-				Tenant: tenant.String, CreatedAt: tm(ca.Int64)}
+				Tenant: tenant.String, CreatedAt: tm(ca.Int64), Reserved: res.Int64}
 			if fa.Valid {
 				t := tm(fa.Int64)
 				st.FinishedAt = &t
@@ -361,17 +371,19 @@ func (s *Store) CloseStream(ctx context.Context, id string, event json.RawMessag
 		if err != nil {
 			return err
 		}
-		var last int64
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM `+s.events+` WHERE stream_id = ?`, id).Scan(&last); err != nil {
+		var last, reserved int64
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE((SELECT MAX(seq) FROM `+s.events+` WHERE stream_id = ?), 0), reserved FROM `+s.streams+` WHERE id = ?`,
+			id, id).Scan(&last, &reserved); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO `+s.events+` (stream_id, seq, event) VALUES (?,?,?)`, id, last+1, string(event)); err != nil {
+		// After every seq a live client may have been sent, so none names another event.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO `+s.events+` (stream_id, seq, event) VALUES (?,?,?)`, id, max(last, reserved)+1, string(event)); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM `+s.events+` WHERE stream_id = ? AND seq <= ?`, id, last); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+s.events+` WHERE stream_id = ? AND seq <= ?`, id, max(last, reserved)); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE `+s.streams+` SET finished_at = ? WHERE id = ? AND finished_at IS NULL`, ns(now), id)
+		_, err = tx.ExecContext(ctx, `UPDATE `+s.streams+` SET finished_at = COALESCE(finished_at, ?), reserved = 0 WHERE id = ?`, ns(now), id)
 		return err
 	})
 	if err != nil {

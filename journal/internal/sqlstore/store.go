@@ -110,7 +110,18 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	// Added after the first release: a stream's seq reservation.
+	return s.addColumn(ctx, s.streams, "reserved", "BIGINT NOT NULL DEFAULT 0")
+}
+
+// addColumn adds a column to a table created by an earlier version, unless it is there.
+func (s *Store) addColumn(ctx context.Context, table, column, def string) error {
+	rows, err := s.db.DB.QueryContext(ctx, `SELECT `+column+` FROM `+table+` WHERE 1 = 0`)
+	if err == nil {
+		return rows.Close()
+	}
+	_, err = s.db.DB.ExecContext(ctx, `ALTER TABLE `+table+` ADD COLUMN `+column+` `+def)
+	return err
 }
 
 // ns converts a time to stored nanoseconds; the zero time is 0.
@@ -282,8 +293,8 @@ func (s *Store) LoadSteps(ctx context.Context, runID string) ([]journal.StepReco
 }
 
 // InsertStep implements journal.Driver.
-func (s *Store) InsertStep(ctx context.Context, f journal.Fence, st journal.StepRecord, opens ...journal.Stream) error {
-	return s.tx(ctx, func(ctx context.Context, tx *txq) error {
+func (s *Store) InsertStep(ctx context.Context, f journal.Fence, st journal.StepRecord, w journal.StepWrites) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *txq) error {
 		if err := s.checkFence(ctx, tx, f); err != nil {
 			return err
 		}
@@ -295,13 +306,26 @@ func (s *Store) InsertStep(ctx context.Context, f journal.Fence, st journal.Step
 		if n, _ := res.RowsAffected(); n == 0 {
 			return journal.ErrStepExists
 		}
-		for _, o := range opens {
+		for _, o := range w.Opens {
 			if err := s.createStream(ctx, tx, o); err != nil {
 				return err // the transaction rolls back: the step is not stored either
 			}
 		}
+		for _, a := range w.Appends {
+			// The fence was checked above, and holds the run row for the transaction.
+			if _, err := s.appendTx(ctx, tx, &f, a, true); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	for _, a := range w.Appends {
+		s.notify(ctx, a.StreamID)
+	}
+	return nil
 }
 
 const parkCols = `run_id, park_key, deadline, payload, decision_kind, decision_payload, decided_at, created_at`
