@@ -401,6 +401,11 @@ func (r *Run) renew(ctx context.Context) {
 // writer on the new stream. On replay newStream is asked again for the stream's other
 // fields, the recorded id replaces its id, and the stream is continued as
 // [Journal.CreateLog] does (or created, for a step recorded without one).
+//
+// Unlike [Journal.CreateLog], the new stream reserves no seqs: the writer's first
+// structural event is committed before its seq is returned (one write), so the log a
+// takeover continues has begun, and the client that was shown its first ids and a
+// follower of what is stored see the same run.
 func (r *Run) CreateLogStep(ctx context.Context, name string, newStream func() Stream, opts LogOptions) (*LogWriter, error) {
 	opts.defaults()
 	var s Stream
@@ -410,7 +415,10 @@ func (r *Run) CreateLogStep(ctx context.Context, name string, newStream func() S
 		if s.ID == "" {
 			return nil, errors.New("journal: CreateLogStep: the stream needs an id")
 		}
-		s.RunID, s.CreatedAt, s.FinishedAt, s.Reserved = r.ID, r.j.now(), nil, opts.ReserveAhead
+		// Nothing is reserved yet: the log's first event is stored before its seq is
+		// handed out, so a run taken over always continues a log that began (a client
+		// shown that first event and a follower of the stored log then see one history).
+		s.RunID, s.CreatedAt, s.FinishedAt, s.Reserved = r.ID, r.j.now(), nil, 0
 		fresh = true
 		return json.Marshal(s.ID)
 	}, func() []Stream { return []Stream{s} })

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"time"
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai"
@@ -81,6 +84,12 @@ func agentsPart(_ context.Context, e *env) (engine.Option, error) {
 	if err != nil {
 		return nil, err
 	}
+	var transferDelay time.Duration
+	if v := os.Getenv("ENGINE_TRANSFER_DELAY"); v != "" {
+		if transferDelay, err = time.ParseDuration(v); err != nil {
+			return nil, fmt.Errorf("ENGINE_TRANSFER_DELAY: %w", err)
+		}
+	}
 	model := ai.Model("default", prov, e.ModelName, ai.WithPricing(1.0, 2.0))
 	researcher := ai.Agent("researcher", model, []string{"tools.weather"}, 0,
 		ai.System("You research questions; use the weather tool for temperatures."))
@@ -91,9 +100,7 @@ func agentsPart(_ context.Context, e *env) (engine.Option, error) {
 		engine.Bind(Weather, func(_ *engine.Fx, in WeatherIn) (WeatherOut, error) {
 			return WeatherOut{City: in.City, TempC: tempOf(in.City)}, nil
 		}),
-		engine.Bind(Transfer, func(_ *engine.Fx, in TransferIn) (TransferOut, error) {
-			return TransferOut{OK: true, To: in.To, Amount: in.Amount}, nil
-		}, gate.Scopes("tools:transfer"), ai.Approval(func(in TransferIn) bool { return in.Amount > 100 })),
+		engine.Bind(Transfer, transfer(e.DB, transferDelay), gate.Scopes("tools:transfer"), ai.Approval(func(in TransferIn) bool { return in.Amount > 100 })),
 		engine.Bind(Explode, func(*engine.Fx, struct{}) (struct{}, error) {
 			return struct{}{}, errors.New("tools.explode: this tool always fails")
 		}),

@@ -6,7 +6,9 @@
 //
 // Environment: ENGINE_ADDR, ENGINE_JOURNAL (memory | sqlite:<path> | postgres://…),
 // ENGINE_MODEL_BASE_URL, ENGINE_MODEL_API_KEY, ENGINE_MODEL_NAME, ENGINE_DEMO_PASSWORD,
-// ENGINE_INSTANCE. It logs "listening on http://<addr>" when ready and shuts down
+// ENGINE_INSTANCE, ENGINE_LEASE_TTL (how soon another instance takes over a dead one's
+// runs) and ENGINE_TRANSFER_DELAY (how long tools.transfer waits after it moved the money,
+// for fault tests). It logs "listening on http://<addr>" when ready and shuts down
 // gracefully on SIGINT or SIGTERM.
 package main
 
