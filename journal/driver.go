@@ -230,7 +230,8 @@ type Driver interface {
 	// GetStream loads a stream. ErrNotFound if missing.
 	GetStream(ctx context.Context, id string) (Stream, error)
 	// FinishStream ends a stream in one atomic write: it stores rows as AppendEvents
-	// does (none is fine; the reservation is cleared), sets FinishedAt (first call wins), and returns the stream's
+	// does (none is fine; the reservation stays as it is, so a writer opened on the
+	// finished stream still skips what another may have handed out), sets FinishedAt (first call wins), and returns the stream's
 	// last stored seq afterwards. With rows, or with f set, the write is fenced as
 	// AppendEvents is (a durable run's stream without its current lease: ErrLeaseLost,
 	// nothing stored); with neither it is not (retention ends abandoned streams so).

@@ -371,7 +371,10 @@ func (w *LogWriter) commit(reserve int64) error {
 	if w.err != nil {
 		return w.err
 	}
-	if len(w.queue) == 0 && reserve == w.reserved {
+	if len(w.queue) == 0 && reserve >= w.reserved {
+		// Nothing to store and nothing to give back. A reservation is raised only with
+		// rows: raised alone, it would move away from a writer that continues past a dead
+		// one's reservation before storing its first row, whose rows then never fit.
 		return nil
 	}
 	a := Append{StreamID: w.streamID, Rows: w.queue, Reserve: reserve}

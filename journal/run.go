@@ -38,6 +38,7 @@ type Run struct {
 	next   int
 	parks  []ParkRecord // few per run: a slice beats a map
 	logs   []*LogWriter // open writers of the run's streams, committed with its steps
+	broken error        // set when a step was not recorded: the execution records no more
 	done   bool         // lease released, lost, or run ended
 }
 
@@ -138,6 +139,10 @@ func (r *Run) step(ctx context.Context, name string, fn func(ctx context.Context
 		r.mu.Unlock()
 		return nil, ErrLeaseLost
 	}
+	if r.broken != nil {
+		r.mu.Unlock()
+		return nil, r.broken
+	}
 	pos := r.next
 	r.next++
 	if pos < len(r.steps) {
@@ -158,6 +163,7 @@ func (r *Run) step(ctx context.Context, name string, fn func(ctx context.Context
 	out, err := fn(callkey.With(ctx, callkey.ForStep(r.ID, pos)))
 	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, ErrLeaseLost) || ctx.Err() != nil) {
+		r.unrecorded(pos, err)
 		return nil, err
 	}
 	rec := StepRecord{RunID: r.ID, Position: pos, Name: name, Result: out, CreatedAt: r.j.now()}
@@ -186,12 +192,25 @@ func (r *Run) step(ctx context.Context, name string, fn func(ctx context.Context
 		if errors.Is(werr, ErrLeaseLost) {
 			r.lose()
 		}
+		r.unrecorded(pos, werr)
 		return nil, werr
 	}
 	r.mu.Lock()
 	r.steps = append(r.steps, rec)
 	r.mu.Unlock()
 	return out, err
+}
+
+// unrecorded ends the execution's steps after the step at position pos was not
+// recorded: a later step would be recorded at pos+1 or, given pos back, at pos, and a
+// replay, which runs the unrecorded step again, would find either at the wrong place.
+// Every later step fails; the run resumes from its recorded steps on its next execution.
+func (r *Run) unrecorded(pos int, cause error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.broken == nil {
+		r.broken = fmt.Errorf("journal: run %s: the step at position %d was not recorded (%w); this execution records no further step", r.ID, pos, cause)
+	}
 }
 
 // staged is a log writer held for a step's write, with the rows it gives it.

@@ -51,7 +51,8 @@ func Run(t *testing.T, newDriver func(t *testing.T) journal.Driver) {
 	t.Helper()
 	var all []testCase
 	for _, group := range [][]testCase{runCases(), stepCases(), parkCases(), leaseCases(), eventCases(),
-		logWriterCases(), tailCases(), retentionCases(), wakeupCases(), lifecycleCases()} {
+		logWriterCases(), tailCases(), retentionCases(), wakeupCases(), lifecycleCases(), faultCases(),
+		reservationCases(), modelCases()} {
 		all = append(all, group...)
 	}
 	for _, c := range all {

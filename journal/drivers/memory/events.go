@@ -45,7 +45,11 @@ func (d *Driver) stream(id string) (journal.Stream, error) {
 // FinishStream implements journal.Driver.
 func (d *Driver) FinishStream(_ context.Context, id string, f *journal.Fence, rows []journal.EventRow, now time.Time) (int64, error) {
 	d.mu.Lock()
-	s, err := d.appendLocked(f, journal.Append{StreamID: id, Rows: rows}, f != nil || len(rows) > 0)
+	var keep int64
+	if st, ok := d.streams[id]; ok {
+		keep = st.Reserved
+	}
+	s, err := d.appendLocked(f, journal.Append{StreamID: id, Rows: rows, Reserve: keep}, f != nil || len(rows) > 0)
 	if err == nil && s.FinishedAt == nil {
 		s.FinishedAt = &now
 	}

@@ -227,9 +227,14 @@ func (d *Driver) checkStep(e *entry, s journal.StepRecord, w journal.StepWrites)
 		}
 		st, ok := d.streams[a.StreamID]
 		if !ok {
-			return journal.ErrNotFound
+			// A stream the same write opens is empty.
+			i := slices.IndexFunc(w.Opens, func(o journal.Stream) bool { return o.ID == a.StreamID })
+			if i < 0 {
+				return journal.ErrNotFound
+			}
+			st = &streamEntry{Stream: w.Opens[i]}
 		}
-		if st.RunID != e.rec.ID {
+		if st.RunID != "" && st.RunID != e.rec.ID {
 			return journal.ErrLeaseLost
 		}
 		if err := st.check(a.Rows); err != nil {

@@ -95,10 +95,10 @@ func (s *Store) FinishStream(ctx context.Context, id string, f *journal.Fence, r
 	} else {
 		err = s.tx(ctx, func(ctx context.Context, tx *txq) error {
 			var err error
-			if last, err = s.appendTx(ctx, tx, f, journal.Append{StreamID: id, Rows: rows}, false); err != nil {
+			if last, err = s.appendTx(ctx, tx, f, journal.Append{StreamID: id, Rows: rows, Reserve: keepReservation}, false); err != nil {
 				return err
 			}
-			_, err = tx.ExecContext(ctx, `UPDATE `+s.streams+` SET finished_at = COALESCE(finished_at, ?), reserved = 0 WHERE id = ?`, ns(now), id)
+			_, err = tx.ExecContext(ctx, `UPDATE `+s.streams+` SET finished_at = COALESCE(finished_at, ?) WHERE id = ?`, ns(now), id)
 			return err
 		})
 	}
@@ -108,6 +108,9 @@ func (s *Store) FinishStream(ctx context.Context, id string, f *journal.Fence, r
 	s.notify(ctx, id)
 	return last, nil
 }
+
+// keepReservation as an Append's Reserve leaves the stream's reservation as it is.
+const keepReservation = -1
 
 // AppendEvents implements journal.Driver.
 func (s *Store) AppendEvents(ctx context.Context, f *journal.Fence, a journal.Append) error {
@@ -164,7 +167,7 @@ func (s *Store) appendTx(ctx context.Context, tx *txq, f *journal.Fence, a journ
 			return 0, journal.ErrSeqGap
 		}
 	}
-	if a.Reserve != reserved {
+	if a.Reserve != reserved && a.Reserve != keepReservation {
 		if _, err := tx.ExecContext(ctx, `UPDATE `+s.streams+` SET reserved = ? WHERE id = ?`, a.Reserve, streamID); err != nil {
 			return 0, err
 		}
