@@ -1,0 +1,62 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/journal"
+	"github.com/bbc28f59/engine/journal/drivers/memory"
+)
+
+type RefundIn struct {
+	Order  string `json:"order"`
+	Amount int    `json:"amount"`
+}
+
+type RefundOut struct {
+	Refunded int `json:"refunded"`
+}
+
+var Refund = engine.Define[RefundIn, RefundOut](shop, "refund", engine.Public(), engine.Durable())
+
+// paymentProvider stands for a payment API that takes an idempotency key, as most do: a
+// second request under a key it has seen moves no money.
+type paymentProvider struct{ done map[string]int }
+
+func (p *paymentProvider) refund(key string, amount int) {
+	if _, seen := p.done[key]; !seen {
+		p.done[key] = amount
+	}
+}
+
+// ExampleFx_IdempotencyKey makes an external effect exactly once. A durable handler
+// runs again when its instance dies after the handler started and before its result
+// was recorded; every execution of the call sees the same key, on any instance, so the
+// provider refunds once. Inside a Step, engine.IdempotencyKey(ctx) is the step's key.
+func ExampleFx_IdempotencyKey() {
+	j, _ := journal.New(memory.New(), journal.Options{})
+	provider := &paymentProvider{done: map[string]int{}}
+	app, _ := engine.New(
+		engine.WithJournal(j),
+		engine.Bind(Refund, func(fx *engine.Fx, in RefundIn) (RefundOut, error) {
+			provider.refund(fx.IdempotencyKey(), in.Amount)
+			// A step runs once across executions; its key is its own.
+			_, err := engine.Step(fx, "notify", func(ctx context.Context) (string, error) {
+				return engine.IdempotencyKey(ctx), nil // e.g. the key of a mail to send once
+			})
+			return RefundOut{Refunded: in.Amount}, err
+		}),
+	)
+	ctx := context.Background()
+	out, _ := app.Invoke(ctx, Refund.ID(), nil, json.RawMessage(`{"order":"o-1","amount":30}`))
+	fmt.Println(string(out), len(provider.done))
+	for key := range provider.done {
+		run, _ := j.GetRun(ctx, key) // a durable call's key is its run's id
+		fmt.Println(run.Flow, run.Status)
+	}
+	// Output:
+	// {"refunded":30} 1
+	// shop.refund completed
+}
