@@ -135,8 +135,13 @@ func decide(ctx context.Context, app *engine.App, p *engine.Principal, id string
 		return unknown
 	}
 	rec, err := j.GetRun(ctx, runID)
-	if err != nil {
+	if errors.Is(err, journal.ErrNotFound) {
 		return unknown
+	}
+	if err != nil {
+		// The database, not the id: a 404 here would tell the caller to give up on a
+		// decision a retry can still make.
+		return fmt.Errorf("ai: reading run %s: %w", runID, err)
 	}
 	tenant := ""
 	if p != nil {

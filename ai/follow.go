@@ -3,6 +3,8 @@ package ai
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -100,6 +102,10 @@ func readFollowable(ctx context.Context, app *engine.App, p *engine.Principal, i
 		return journal.Stream{}, nil, engine.NotFound("no run %s", id)
 	}
 	st, rows, err := j.ReadStream(ctx, id, after, followBatch)
+	if err != nil && !errors.Is(err, journal.ErrNotFound) {
+		// The database, not the run: a 404 would tell a follower to stop, a 500 to retry.
+		return journal.Stream{}, nil, fmt.Errorf("ai: reading run %s: %w", id, err)
+	}
 	public := err == nil && st.PrincipalID == "" && st.Tenant == ""
 	if p == nil && !public {
 		return journal.Stream{}, nil, engine.Unauthorized()

@@ -44,6 +44,22 @@
 // with [Journal.RenewOnce], [Journal.RecoverOnce] and [Journal.CleanupOnce] and a fake
 // clock in [Options.Now]. [New] starts nothing.
 //
+// # Under faults
+//
+// A step's function runs again only when its execution died (or lost the lease) after it
+// started and before its result was recorded; every execution sees the same idempotency
+// key in its context ("<run id>-<position>"), and a flow called from it gets a key
+// derived from the step and the order of its calls ([Run.CallContext] gives the same
+// outside steps), which a durable flow takes as its run id so a replay attaches to the
+// run it started. A write of a result already produced (a step, a run's end, a park, log
+// rows) that fails while the database is away is retried ([Options.WriteRetry]); a
+// retry that meets its own earlier, unacknowledged write counts it as landed. After a
+// database fault an instance claims nothing for one lease TTL, so owners cut off too can
+// renew; and one instance never claims a run twice at once. A step's record is written
+// together with the rows its run's log writers queued before it, and every log commit
+// stores a seq reservation ([Stream.Reserved], [LogOptions.ReserveAhead]) so a writer
+// that takes a stream over continues past every seq the dead one may have sent.
+//
 // # The event log
 //
 // An agent stream is recorded under its own id ([Journal.CreateLog] creates it and opens
