@@ -22,6 +22,11 @@ const (
 	CodeRateLimited      = "RateLimited"
 	CodeConflict         = "Conflict"
 	CodeJournalLeaseBusy = "JournalLeaseBusy"
+	// CodeRequestTimeout: the request's body did not arrive within the body deadline.
+	CodeRequestTimeout = "RequestTimeout"
+	// CodeUnavailable: the server is at capacity for this kind of call (for example
+	// password hashing); retry after the Retry-After header.
+	CodeUnavailable = "Unavailable"
 	// CodeTransportError is produced only by the client, for transport and protocol
 	// trouble; a server never answers with it.
 	CodeTransportError = "TransportError"
@@ -41,6 +46,8 @@ var frameworkStatus = map[string]int{
 	CodeRateLimited:      http.StatusTooManyRequests,
 	CodeConflict:         http.StatusConflict,
 	CodeJournalLeaseBusy: http.StatusConflict,
+	CodeRequestTimeout:   http.StatusRequestTimeout,
+	CodeUnavailable:      http.StatusServiceUnavailable,
 }
 
 // StatusOf returns the HTTP status of a framework code, and false for any other code.
@@ -224,6 +231,20 @@ func RateLimited(retryAfterMs int64) *Error {
 // RateLimitedData is the payload of RateLimited.
 type RateLimitedData struct {
 	RetryAfterMs int64 `json:"retryAfterMs"`
+}
+
+// Unavailable returns the answer of a server at capacity for this kind of call: 503
+// {message, retryAfterMs} with the Retry-After header in whole seconds (rounded up).
+func Unavailable(message string, retryAfterMs int64) *Error {
+	secs := max((retryAfterMs+999)/1000, 1)
+	return NewError(CodeUnavailable, UnavailableData{Message: message, RetryAfterMs: retryAfterMs}).
+		WithHeader("Retry-After", strconv.FormatInt(secs, 10))
+}
+
+// UnavailableData is the payload of Unavailable.
+type UnavailableData struct {
+	Message      string `json:"message"`
+	RetryAfterMs int64  `json:"retryAfterMs"`
 }
 
 // ValidationIssue is one field-level problem of a request: the JSON path of the field
