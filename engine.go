@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/bbc28f59/engine/journal"
 )
@@ -18,6 +19,8 @@ import (
 type App struct {
 	logger      *slog.Logger
 	maxBody     int64
+	bodyTimeout time.Duration
+	cop         *http.CrossOriginProtection // nil: off
 	auth        Authenticator
 	bindings    map[string]*binding // "unit.flow" → binding
 	order       []*binding
@@ -33,6 +36,7 @@ type App struct {
 	extraRoutes []extraRoute
 	values      map[any]any
 	journal     *journal.Journal
+	validators  []func(*App) error
 }
 
 // Option configures an [App]. Options are validated by [New].
@@ -165,10 +169,12 @@ type extraRoute struct {
 // New builds an app. It starts nothing: no goroutines, no listeners, no signal handlers.
 func New(opts ...Option) (*App, error) {
 	a := &App{
-		logger:   slog.Default(),
-		maxBody:  DefaultMaxBodyBytes,
-		bindings: map[string]*binding{},
-		units:    map[string][]*binding{},
+		logger:      slog.Default(),
+		maxBody:     DefaultMaxBodyBytes,
+		bodyTimeout: DefaultBodyTimeout,
+		cop:         http.NewCrossOriginProtection(),
+		bindings:    map[string]*binding{},
+		units:       map[string][]*binding{},
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -178,12 +184,47 @@ func New(opts ...Option) (*App, error) {
 			return nil, err
 		}
 	}
+	if err := a.checkConfig(); err != nil {
+		return nil, err
+	}
+	for _, v := range a.validators {
+		if err := v(a); err != nil {
+			return nil, err
+		}
+	}
 	r, err := newRouter(a)
 	if err != nil {
 		return nil, err
 	}
 	a.router = r
 	return a, nil
+}
+
+// Validate adds a check that [New] runs once every option has been applied, so an
+// extension can refuse (or warn about) a configuration that only the whole app shows,
+// such as a flow of its own that another option left unprotected. An error fails New.
+func Validate(check func(app *App) error) Option {
+	return optionFunc(func(a *App) error {
+		if check == nil {
+			return errors.New("engine: Validate: nil check")
+		}
+		a.validators = append(a.validators, check)
+		return nil
+	})
+}
+
+// checkConfig refuses an app that could only fail at run time: a gated flow that no
+// caller can pass because nothing authenticates callers.
+func (a *App) checkConfig() error {
+	if a.auth != nil {
+		return nil
+	}
+	for _, b := range a.order {
+		if !b.def.public {
+			return fmt.Errorf("engine: flow %s is gated (not engine.Public()) but the app has no authenticator, so every call of it would be Unauthorized: add one (engine.WithAuthenticator, gate.Auth's Option) or declare the flow engine.Public()", b.def.ID())
+		}
+	}
+	return nil
 }
 
 // Logger returns the app's logger.

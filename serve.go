@@ -33,6 +33,9 @@ func (a *App) Handler() http.Handler { return a }
 // ServeHTTP implements http.Handler.
 func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer a.recoverPanic(w, r, nil)
+	if !a.checkOrigin(w, r) {
+		return
+	}
 	path := r.URL.EscapedPath()
 	if strings.HasPrefix(path, RPCPrefix) {
 		a.serveEngine(w, r, path[len(RPCPrefix):])
@@ -100,7 +103,7 @@ func (a *App) serveFlow(w http.ResponseWriter, r *http.Request, b *binding, rest
 			fx.principal = p
 		}
 	}
-	raw, err := a.readInput(r, b, rest)
+	raw, err := a.readInput(w, r, b, rest)
 	if err != nil {
 		a.writeError(w, r, b.def, err)
 		return
@@ -144,18 +147,18 @@ func (a *App) newFx(ctx context.Context, def *FlowDef, r *http.Request) *Fx {
 
 // readInput assembles the raw JSON input of a call: the body (RPC and REST bodies), the
 // query string (REST GET and HEAD) and the path parameters.
-func (a *App) readInput(r *http.Request, b *binding, rest bool) ([]byte, error) {
+func (a *App) readInput(w http.ResponseWriter, r *http.Request, b *binding, rest bool) ([]byte, error) {
 	var body []byte
 	if !rest || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		if r.ContentLength > a.maxBody {
+			return nil, a.tooLarge() // before a byte of it is read
+		}
+		clear := a.bodyDeadline(w, r)
 		var err error
 		body, err = io.ReadAll(http.MaxBytesReader(nil, r.Body, a.maxBody))
+		clear()
 		if err != nil {
-			var tooLarge *http.MaxBytesError
-			if errors.As(err, &tooLarge) {
-				return nil, NewError(CodePayloadTooLarge, map[string]any{
-					"message": fmt.Sprintf("request body exceeds %d bytes", a.maxBody), "limit": a.maxBody})
-			}
-			return nil, Invalid(ValidationIssue{Message: "reading request body: " + err.Error()})
+			return nil, a.bodyError(w, err)
 		}
 	}
 	if !rest {

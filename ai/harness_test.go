@@ -280,6 +280,7 @@ func newWorld(t *testing.T, s setup) *world {
 	}
 	w.app, err = engine.New(
 		engine.WithLogger(slog.New(slog.DiscardHandler)),
+		engine.WithAuthenticator(anonymous{}), // every caller is anonymous: tools.secret refuses them
 		journalOpt,
 		ai.Install(s.install),
 		engine.Bind(weatherFlow, weather),
@@ -465,3 +466,8 @@ func eq[T comparable](t *testing.T, what string, got, want T) {
 func joined(s []string) string { return strings.Join(s, " ") }
 
 func spend(v float64) *float64 { return &v }
+
+// anonymous authenticates nobody: the harness's callers are all anonymous.
+type anonymous struct{}
+
+func (anonymous) Authenticate(*http.Request) (*engine.Principal, error) { return nil, nil }

@@ -20,6 +20,10 @@ type Options struct {
 	FollowPoll time.Duration
 	// Heartbeat is the idle time after which a follow stream sends a comment. Default 15s.
 	Heartbeat time.Duration
+	// PublicApprovals acknowledges that a tool needing approval is public with no gate
+	// (a demo without sign-in): anyone who holds one of its interrupt ids may then decide
+	// it. Without it, [Install] logs a warning for every such tool when the app is built.
+	PublicApprovals bool
 }
 
 type configKey struct{}
@@ -107,5 +111,25 @@ func Install(opts Options) engine.Option {
 			return Decided{OK: true}, nil
 		}),
 		engine.Mount(http.MethodGet, FollowPath, followHandler{}),
+		engine.Validate(func(app *engine.App) error {
+			if !opts.PublicApprovals {
+				warnPublicApprovals(app)
+			}
+			return nil
+		}),
 	)
+}
+
+// warnPublicApprovals warns about each tool that needs approval and that anyone may
+// decide: the approval routes are public and check the tool's gates for the decider, so
+// a public tool with no gate lets whoever holds an interrupt id of it (it travels in the
+// run's stream) approve the call.
+func warnPublicApprovals(app *engine.App) {
+	for _, def := range app.Flows() {
+		if _, ok := app.FlowValue(def.ID(), approvalKey{}).(approvalSpec); !ok || !def.Public() || app.HasGates(def.ID()) {
+			continue
+		}
+		app.Logger().Warn("ai: tool "+def.ID()+" needs approval but is public with no gate: anyone who holds one of its interrupt ids can approve it. Gate the tool (for example gate.Scopes) or, for a demo without sign-in, set ai.Options.PublicApprovals",
+			"tool", def.ID())
+	}
 }

@@ -7,8 +7,9 @@
 // Environment: ENGINE_ADDR, ENGINE_JOURNAL (memory | sqlite:<path> | postgres://…),
 // ENGINE_MODEL_BASE_URL, ENGINE_MODEL_API_KEY, ENGINE_MODEL_NAME, ENGINE_DEMO_PASSWORD,
 // ENGINE_INSTANCE, ENGINE_LEASE_TTL (how soon another instance takes over a dead one's
-// runs) and ENGINE_TRANSFER_DELAY (how long tools.transfer waits after it moved the money,
-// for fault tests). It logs "listening on http://<addr>" when ready and shuts down
+// runs), ENGINE_TRANSFER_DELAY (how long tools.transfer waits after it moved the money,
+// for fault tests), ENGINE_BODY_TIMEOUT (default 10s) and ENGINE_TRUSTED_ORIGINS
+// (comma-separated origins whose pages may write to the app). It logs "listening on http://<addr>" when ready and shuts down
 // gracefully on SIGINT or SIGTERM.
 package main
 
@@ -19,7 +20,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"sort"
@@ -48,7 +48,12 @@ type env struct {
 	ModelName    string
 	Password     string
 	Instance     string
-	Logger       *slog.Logger
+	// BodyTimeout is how long a request body may take to arrive (ENGINE_BODY_TIMEOUT).
+	BodyTimeout time.Duration
+	// TrustedOrigins may write from the browser besides the app's own origin
+	// (ENGINE_TRUSTED_ORIGINS, comma-separated).
+	TrustedOrigins []string
+	Logger         *slog.Logger
 	// closers run at shutdown, after the server stopped, in reverse order.
 	closers []func(context.Context) error
 }
@@ -96,7 +101,7 @@ func run(logger *slog.Logger) error {
 		_ = app.Close(context.Background())
 		return err
 	}
-	srv := &http.Server{Handler: app.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := engine.NewServer(e.Addr, app.Handler()) // ReadHeaderTimeout 5 s, IdleTimeout 120 s
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(os.Stdout, "listening on http://%s\n", ln.Addr())
@@ -116,7 +121,10 @@ func run(logger *slog.Logger) error {
 // buildApp assembles every registered part into one app.
 func buildApp(ctx context.Context, e *env) (*engine.App, error) {
 	sort.Slice(parts, func(i, j int) bool { return parts[i].name < parts[j].name })
-	opts := []engine.Option{engine.WithLogger(e.Logger)}
+	opts := []engine.Option{engine.WithLogger(e.Logger), engine.WithBodyTimeout(e.BodyTimeout)}
+	if len(e.TrustedOrigins) > 0 {
+		opts = append(opts, engine.WithTrustedOrigins(e.TrustedOrigins...))
+	}
 	for _, p := range parts {
 		o, err := p.build(ctx, e)
 		if err != nil {
@@ -128,6 +136,7 @@ func buildApp(ctx context.Context, e *env) (*engine.App, error) {
 }
 
 func loadEnv(logger *slog.Logger) (*env, error) {
+	var err error
 	host, _ := os.Hostname()
 	e := &env{
 		Addr:         getenv("ENGINE_ADDR", "127.0.0.1:8787"),
@@ -138,6 +147,14 @@ func loadEnv(logger *slog.Logger) (*env, error) {
 		Password:     getenv("ENGINE_DEMO_PASSWORD", "correct horse battery staple"),
 		Instance:     getenv("ENGINE_INSTANCE", host),
 		Logger:       logger,
+	}
+	if e.BodyTimeout, err = time.ParseDuration(getenv("ENGINE_BODY_TIMEOUT", "10s")); err != nil {
+		return nil, fmt.Errorf("ENGINE_BODY_TIMEOUT: %w", err)
+	}
+	for _, o := range strings.Split(os.Getenv("ENGINE_TRUSTED_ORIGINS"), ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			e.TrustedOrigins = append(e.TrustedOrigins, o)
+		}
 	}
 	db, err := openDB(e)
 	if err != nil {

@@ -77,7 +77,7 @@ func run(addr, dbPath string, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := engine.NewServer("", mux) // header and idle timeouts, header size: see engine.NewServer
 	go func() { <-ctx.Done(); _ = srv.Shutdown(context.Background()) }()
 	printTryThis("http://" + ln.Addr().String())
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -109,7 +109,11 @@ func newApp(dbPath string, logger *slog.Logger) (*engine.App, func(), error) {
 	app, err := engine.New(
 		engine.WithLogger(logger),
 		engine.WithJournal(j),
-		ai.Install(ai.Options{}),
+		// This demo has no sign-in: its flows, the transfer tool and the approval routes
+		// are public, so anyone who can reach it, and holds an interrupt id, can approve
+		// a transfer. PublicApprovals says so on purpose; a real app gates its tools
+		// (gate.Auth, gate.Scopes) and leaves it off.
+		ai.Install(ai.Options{PublicApprovals: true}),
 		engine.Bind(contract.Hello, func(fx *engine.Fx, in contract.HelloIn) (contract.HelloOut, error) {
 			return contract.HelloOut{Message: "Hello, " + in.Name + "!"}, nil
 		}),
