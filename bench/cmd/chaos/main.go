@@ -38,6 +38,7 @@ func main() {
 	flag.StringVar(&restartCmd, "restart-cmd", "pg_ctlcluster --skip-systemctl-redirect 15 main restart", "command that restarts Postgres")
 	flag.StringVar(&cfg.AGUIVerify, "agui-verify", os.Getenv("AGUI_VERIFY"), "verify.mjs of the AG-UI verifier (optional)")
 	flag.StringVar(&cfg.Dir, "dir", "", "working directory (default: a new temporary one)")
+	flag.StringVar(&cfg.Bin, "bin", "", "a built examples/conformance binary (default: build one into -dir)")
 	flag.Parse()
 	if cfg.Dir == "" {
 		dir, err := os.MkdirTemp("", "chaos-")
