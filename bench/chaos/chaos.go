@@ -2,8 +2,10 @@
 // the reference app (examples/conformance) on Postgres (two instances) or SQLite (one),
 // drives approval conversations against them with a fake model, and in every cycle kills
 // an instance with SIGKILL at a random point (before the park, right after the approval,
-// in the middle of the answer's stream) and starts it again, or, in the opt-in
-// PostgresRestart mode, restarts the database under live instances. After each cycle it
+// in the middle of the answer's stream) and starts it again; in the DBOutage mode it cuts
+// the instances off their database for a moment instead (a cut proxy to Postgres, a write
+// lock held past SQLite's busy timeout); in the opt-in PostgresRestart mode it restarts
+// the database server under live instances. After each cycle it
 // counts, from what the clients saw and what the database holds: runs, handler
 // executions per idempotency key, duplicate child runs, effects applied twice, log
 // events missing against the recorded steps, and ids shown to a client whose stored row
@@ -24,6 +26,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
@@ -52,6 +56,14 @@ type Config struct {
 	// PostgresRestart restarts the Postgres server in every cycle (with RestartPostgres)
 	// instead of killing an instance. It disturbs every user of that server: opt in only.
 	PostgresRestart bool
+	// DBOutage makes every cycle's fault a short outage of the database seen by the
+	// instances only, instead of a kill: on Postgres the harness cuts every connection of
+	// the proxy the instances reach the server through and refuses new ones for a while;
+	// on SQLite it holds the write lock longer than the instances' busy timeout. No
+	// process dies, so the journal's write retries must carry every run through: any
+	// re-execution is a failure, as with PostgresRestart. Other users of the server are
+	// not disturbed.
+	DBOutage bool
 	// RestartPostgres restarts the server; required with PostgresRestart.
 	RestartPostgres func(ctx context.Context) error
 	// LeaseTTL is the instances' lease TTL (ENGINE_LEASE_TTL). Default 1s when killing,
@@ -90,12 +102,14 @@ type Report struct {
 	EffectsTwice       int // transfers made more than once for one tool call (different keys)
 	HandlerExecutions  int // executions of the transfer handler, summed over keys
 	ReExecutions       int // executions beyond the first, per key
+	ExcessExecutions   int // executions beyond the one re-execution a cycle's one kill allows
 
 	MissingEvents     int // events of recorded steps absent from the stored log
 	IDsShown          int // ids a client was shown
 	IDsNeverStored    int // of those, ids whose row was never stored (their instance died first)
 	ChangedIDs        int // ids whose stored row is another event than the one shown
 	LostEvents        int // stored rows after a client's resume point that never reached it
+	BadRunSequences   int // transcripts (seen or stored) where a run starts inside a run or an event falls outside one
 	InvalidSequences  int // cycles whose transcripts the AG-UI verifier refused
 	Failures          []string
 	Notes             []string
@@ -106,7 +120,7 @@ type Report struct {
 // twice or never, a missing event, an id whose meaning changed, a lost event, an invalid
 // sequence, or a chat that did not finish. With PostgresRestart, any re-execution too.
 func (r Report) Failed() bool {
-	return len(r.Failures) > 0 || r.truncatedFailures > 0 || r.Mode == "postgres-restart" && r.ReExecutions > 0
+	return len(r.Failures) > 0 || r.truncatedFailures > 0 || (r.Mode == "postgres-restart" || r.Mode == "db-outage") && r.ReExecutions > 0
 }
 
 // String is the report as a table.
@@ -124,12 +138,14 @@ func (r Report) String() string {
 	row("  made twice (different keys)", r.EffectsTwice)
 	row("transfer handler executions", r.HandlerExecutions)
 	row("  re-executions (same key)", r.ReExecutions)
+	row("  beyond one re-execution per fault", r.ExcessExecutions)
 	row("recorded steps checked against the log", r.StepsChecked)
 	row("  events missing from the log", r.MissingEvents)
 	row("ids shown to clients", r.IDsShown)
 	row("  never stored (instance died first)", r.IDsNeverStored)
 	row("  stored as another event", r.ChangedIDs)
 	row("stored events that never reached a resuming client", r.LostEvents)
+	row("transcripts whose runs do not pair up", r.BadRunSequences)
 	row("cycles with a transcript the AG-UI verifier refused", r.InvalidSequences)
 	fmt.Fprintf(&b, "  %-52s %d\n", "failures", len(r.Failures)+r.truncatedFailures)
 	for _, f := range r.Failures {
@@ -142,17 +158,21 @@ func (r Report) String() string {
 type harness struct {
 	cfg    Config
 	ctx    context.Context
-	rng    *rand.Rand
+	rng    *rand.Rand // instance picks from concurrent goroutines: their order varies
+	plan   *rand.Rand // the cycles' plans (phase, victim, delays), drawn in order: the seed replays them
 	store  *store
 	client *http.Client
 	insts  []*instance
 	model  interface{ Close() }
+
+	dbProxy *dbProxy // postgres: the instances' way to the server
 
 	mu        sync.Mutex
 	tok       string
 	report    Report
 	approvals atomic.Int64
 	onApprove chan struct{}
+	onTurnEnd chan struct{}
 }
 
 // Run runs cfg and reports what it counted. An error means the harness itself could not
@@ -163,10 +183,14 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return Report{}, err
 	}
 	h := &harness{cfg: cfg, ctx: ctx, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		plan:   rand.New(rand.NewPCG(cfg.Seed^0x5851f42d4c957f2d, cfg.Seed)),
 		client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
 	h.report = Report{Driver: cfg.Driver, Mode: "kill", Seed: cfg.Seed, Faults: map[string]int{}}
 	if cfg.PostgresRestart {
 		h.report.Mode = "postgres-restart"
+	}
+	if cfg.DBOutage {
+		h.report.Mode = "db-outage"
 	}
 	start := time.Now()
 	cleanup, err := h.setUp(ctx)
@@ -211,7 +235,7 @@ func (c *Config) defaults() error {
 	}
 	if c.LeaseTTL <= 0 {
 		c.LeaseTTL = time.Second
-		if c.PostgresRestart {
+		if c.PostgresRestart || c.DBOutage {
 			c.LeaseTTL = 10 * time.Second
 		}
 	}
@@ -283,6 +307,14 @@ func (h *harness) setUp(ctx context.Context) (func(), error) {
 		}
 		undo = append(undo, drop)
 		journal = dsn
+		if h.cfg.DBOutage {
+			px, pdsn, err := newDBProxy(dsn)
+			if err != nil {
+				return cleanup, err
+			}
+			undo = append(undo, px.close)
+			h.dbProxy, journal = px, pdsn
+		}
 		db, err := sql.Open("pgx", dsn)
 		if err != nil {
 			return cleanup, err
@@ -292,9 +324,13 @@ func (h *harness) setUp(ctx context.Context) (func(), error) {
 	}
 	model := newModel()
 	undo = append(undo, model.Close)
+	// The instances reach the model through a proxy that tells the harness when a turn's
+	// stream ended, so a kill can land just after a model step was recorded.
+	proxy := httptest.NewServer(h.turnWatcher(strings.TrimSuffix(model.URL(), "/v1")))
+	undo = append(undo, proxy.Close)
 	env := []string{
 		"ENGINE_JOURNAL=" + journal,
-		"ENGINE_MODEL_BASE_URL=" + model.URL(),
+		"ENGINE_MODEL_BASE_URL=" + proxy.URL + "/v1",
 		"ENGINE_MODEL_API_KEY=chaos",
 		"ENGINE_LEASE_TTL=" + h.cfg.LeaseTTL.String(),
 		"ENGINE_JWT_KEY=chaos-harness-signing-key-0123456789abcdef",
@@ -307,7 +343,7 @@ func (h *harness) setUp(ctx context.Context) (func(), error) {
 		names = []string{"a", "b"}
 	}
 	for _, name := range names {
-		in := &instance{name: name, bin: h.cfg.Bin, env: env}
+		in := &instance{name: name, bin: h.cfg.Bin, env: env, logFile: filepath.Join(h.cfg.Dir, "instance-"+name+".log")}
 		if err := in.start(); err != nil {
 			cleanup()
 			return func() {}, err
@@ -351,18 +387,35 @@ func (h *harness) approved() {
 	}
 }
 
-// randDur returns a random duration in [lo, hi).
+// turnWatcher proxies the model at target and signals onTurnEnd when a turn's stream ended.
+func (h *harness) turnWatcher(target string) http.Handler {
+	u, _ := url.Parse(target)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rp.ServeHTTP(w, r)
+		h.mu.Lock()
+		ch := h.onTurnEnd
+		h.mu.Unlock()
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// randDur returns a random duration in [lo, hi) of the cycle's plan.
 func (h *harness) randDur(lo, hi time.Duration) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return lo + time.Duration(h.rng.Int64N(int64(hi-lo)))
+	return lo + time.Duration(h.plan.Int64N(int64(hi-lo)))
 }
 
 // transferDelay is how long the transfer handler waits after its effect.
 const transferDelay = 60 * time.Millisecond
 
 // The points of a cycle at which the fault strikes.
-var phases = []string{"before-park", "after-approval", "mid-stream"}
+var phases = []string{"before-park", "after-turn", "after-approval", "mid-stream"}
 
 // cycle runs one round of conversations with one fault and checks what it left.
 func (h *harness) cycle(ctx context.Context, n int) error {
@@ -370,10 +423,12 @@ func (h *harness) cycle(ctx context.Context, n int) error {
 		return err
 	}
 	h.mu.Lock()
-	phase := phases[h.rng.IntN(len(phases))]
-	victim := h.insts[h.rng.IntN(len(h.insts))]
+	phase := phases[h.plan.IntN(len(phases))]
+	victim := h.insts[h.plan.IntN(len(h.insts))]
 	onApprove := make(chan struct{}, 1)
 	h.onApprove = onApprove
+	onTurnEnd := make(chan struct{}, 1)
+	h.onTurnEnd = onTurnEnd
 	h.mu.Unlock()
 
 	cctx, cancel := context.WithTimeout(ctx, 90*time.Second+10*h.cfg.LeaseTTL)
@@ -389,6 +444,14 @@ func (h *harness) cycle(ctx context.Context, n int) error {
 	switch phase {
 	case "before-park":
 		sleep(cctx, h.randDur(0, 300*time.Millisecond))
+	case "after-turn":
+		// Just after the cycle's first model turn ended: its step is being recorded, and
+		// the rows it queued wait for the step's write or the writer's next commit.
+		select {
+		case <-onTurnEnd:
+		case <-cctx.Done():
+		}
+		sleep(cctx, h.randDur(0, 120*time.Millisecond))
 	case "after-approval":
 		select {
 		case <-onApprove:
@@ -418,6 +481,9 @@ func (h *harness) strike(ctx context.Context, phase string, victim *instance) er
 	h.mu.Unlock()
 	if h.cfg.PostgresRestart {
 		return h.cfg.RestartPostgres(ctx)
+	}
+	if h.cfg.DBOutage {
+		return h.outage(ctx)
 	}
 	victim.kill()
 	sleep(ctx, h.randDur(0, 300*time.Millisecond))

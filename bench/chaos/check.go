@@ -91,6 +91,8 @@ func (h *harness) check(ctx context.Context, cycle int, convs []*conversation) e
 			h.fail("cycle %d: %s: the stream is not finished after the run's end", cycle, c.to)
 		}
 		h.checkIDs(cycle, c, rows)
+		h.checkRuns(cycle, c.to, "the stored log", storedTypes(rows))
+		h.checkRuns(cycle, c.to, "what the client saw", seenTypes(c.frames))
 		if err := h.checkSteps(ctx, cycle, c, runID, rows); err != nil {
 			return err
 		}
@@ -328,6 +330,12 @@ func (h *harness) checkEffects(ctx context.Context, cycle int, convs []*conversa
 			r.EffectsTwice += rows - 1
 			h.fail("cycle %d: %s: the transfer was made %d times, under different keys", cycle, c.to, rows)
 		}
+		// One fault a cycle interrupts an execution at most once: a key's handler may run
+		// twice, never more (a third execution is a second claim of a live run).
+		if rows > 0 && attempts > 2*rows {
+			r.ExcessExecutions += attempts - 2*rows
+			h.fail("cycle %d: %s: the transfer's handler ran %d times with one fault in the cycle", cycle, c.to, attempts)
+		}
 		if attempts > rows {
 			h.note("cycle %d: %s: the transfer's handler ran %d times (its instance died after it started)", cycle, c.to, attempts)
 		}
@@ -356,6 +364,49 @@ func (h *harness) transcripts(cycle int, c *conversation, rows []row) (seen, sto
 	_ = os.WriteFile(stored, []byte(b.String()), 0o644)
 	_ = cycle
 	return seen, stored
+}
+
+// checkRuns holds a transcript to AG-UI's run pairing, which the verifier checks too but
+// only when node is installed: every event falls inside a run, a run starts only after
+// the one before it ended with RUN_FINISHED or RUN_ERROR.
+func (h *harness) checkRuns(cycle int, to, what string, types []string) {
+	active := false
+	for i, typ := range types {
+		bad := ""
+		switch {
+		case typ == "RUN_STARTED" && active:
+			bad = "RUN_STARTED inside a run"
+		case typ == "RUN_STARTED":
+			active = true
+		case !active:
+			bad = typ + " outside a run"
+		case typ == "RUN_FINISHED" || typ == "RUN_ERROR":
+			active = false
+		}
+		if bad != "" {
+			h.report.BadRunSequences++
+			h.fail("cycle %d: %s: %s has %s at event %d: %v", cycle, to, what, bad, i, types)
+			return
+		}
+	}
+}
+
+func storedTypes(rows []row) []string {
+	out := make([]string, len(rows))
+	for i, x := range rows {
+		var e event
+		_ = json.Unmarshal([]byte(x.event), &e)
+		out[i] = e.Type
+	}
+	return out
+}
+
+func seenTypes(frames []frame) []string {
+	out := make([]string, len(frames))
+	for i, f := range frames {
+		out[i] = f.typ
+	}
+	return out
 }
 
 func hasValue(m map[string]string, v string) bool {

@@ -47,8 +47,11 @@ func newConversation(h *harness, cycle, n int) *conversation {
 	c := &conversation{h: h, cycle: cycle, n: n, resumedAt: -1, approving: map[string]bool{}}
 	c.to = fmt.Sprintf("c%d-%d", cycle, n)
 	c.ask = fmt.Sprintf("transfer %d to %s", 101+n, c.to)
-	if n%2 == 1 {
+	switch n % 3 {
+	case 1:
 		c.ask += " and check the weather"
+	case 2:
+		c.ask += " after checking the weather"
 	}
 	return c
 }
@@ -259,6 +262,7 @@ func (c *conversation) read(body io.Reader, followed bool) {
 // landed although its answer was lost.
 func (c *conversation) approve(id string) {
 	ctx := c.h.ctx
+	refused := 0
 	for ctx.Err() == nil {
 		in := c.h.live()
 		if in == nil {
@@ -278,8 +282,15 @@ func (c *conversation) approve(id string) {
 		case status == http.StatusConflict:
 			return // decided already: an earlier attempt landed, its answer lost with its instance
 		default:
-			c.problem("approve: %d %s", status, body)
-			return
+			// A broken promise; keep trying all the same, so the cycle does not wait for
+			// its timeout on a run parked for good.
+			if refused++; refused == 1 {
+				c.problem("approve: %d %s", status, body)
+			}
+			if refused == 100 {
+				return
+			}
+			sleep(ctx, 200*time.Millisecond)
 		}
 	}
 }

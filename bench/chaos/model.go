@@ -17,7 +17,7 @@ import (
 //     amount is over 100), preceded by a call of tools.weather in every other conversation;
 //   - after the tool results: a longer answer, streamed slowly, so an instance can be
 //     killed in the middle of it.
-var askRE = regexp.MustCompile(`^transfer (\d+) to (\S+)( and check the weather)?$`)
+var askRE = regexp.MustCompile(`^transfer (\d+) to (\S+)( and check the weather| after checking the weather)?$`)
 
 // turnDelay is the fake's wait before each frame.
 const turnDelay = 12 * time.Millisecond
@@ -44,6 +44,18 @@ func newModel() *openaitest.Server {
 			return openaitest.Turn{Text: "I only move money in this test.", Delay: turnDelay}
 		}
 		amount, to, weather := match[1], match[2], match[3] != ""
+		if strings.HasPrefix(match[3], " after") {
+			// Two turns before the park: the weather alone, then the transfer.
+			switch toolResults {
+			case 0:
+				return openaitest.Turn{Text: "Let me look at the weather in " + to + " first.", Delay: turnDelay,
+					ToolCalls: []openaitest.ToolCall{{ID: "call_weather", Name: "tools_weather", Arguments: fmt.Sprintf(`{"city":%q}`, to)}}}
+			case 1:
+				return openaitest.Turn{Text: "Now I send " + amount + " to " + to + ".", Delay: turnDelay,
+					ToolCalls: []openaitest.ToolCall{{ID: "call_transfer", Name: "tools_transfer", Arguments: fmt.Sprintf(`{"to":%q,"amount":%s}`, to, amount)}}}
+			}
+			toolResults = 1
+		}
 		if toolResults > 0 {
 			words := make([]string, answerWords)
 			for i := range words {

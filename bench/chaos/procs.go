@@ -16,9 +16,10 @@ import (
 // instance is one process of the reference app, started and ended by the harness only
 // (by its pid), always on 127.0.0.1.
 type instance struct {
-	name string
-	bin  string
-	env  []string
+	name    string
+	bin     string
+	env     []string
+	logFile string // file the process's stderr is appended to, across restarts
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -38,11 +39,29 @@ func (in *instance) start() error {
 	}
 	stderr := &tailBuffer{max: 64 << 10}
 	cmd.Stderr = stderr
+	var logFile *os.File
+	if in.logFile != "" {
+		f, err := os.OpenFile(in.logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(f, "---- %s starts at %s\n", in.name, time.Now().Format(time.RFC3339Nano))
+		cmd.Stderr, logFile = io.MultiWriter(stderr, f), f
+	}
 	if err := cmd.Start(); err != nil {
+		if logFile != nil {
+			_ = logFile.Close()
+		}
 		return err
 	}
 	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
+	go func() {
+		_ = cmd.Wait() // copies the rest of stderr first
+		if logFile != nil {
+			_ = logFile.Close()
+		}
+		close(exited)
+	}()
 	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)

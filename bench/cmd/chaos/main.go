@@ -35,6 +35,7 @@ func main() {
 	flag.Uint64Var(&cfg.Seed, "seed", 0, "seed of the fault points (0: random)")
 	flag.DurationVar(&cfg.LeaseTTL, "lease-ttl", 0, "instances' lease TTL (default 1s, 10s with -restart-postgres)")
 	flag.BoolVar(&cfg.PostgresRestart, "restart-postgres", false, "restart Postgres under live instances instead of killing one (disturbs the server)")
+	flag.BoolVar(&cfg.DBOutage, "db-outage", false, "make each cycle's fault a short database outage the instances see (a cut proxy on Postgres, a held write lock on SQLite) instead of a kill")
 	flag.StringVar(&restartCmd, "restart-cmd", "pg_ctlcluster --skip-systemctl-redirect 15 main restart", "command that restarts Postgres")
 	flag.StringVar(&cfg.AGUIVerify, "agui-verify", os.Getenv("AGUI_VERIFY"), "verify.mjs of the AG-UI verifier (optional)")
 	flag.StringVar(&cfg.Dir, "dir", "", "working directory (default: a new temporary one)")
