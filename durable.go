@@ -179,9 +179,29 @@ func (r journalRunner) execute(fx *Fx, run *journal.Run, next HandlerFunc, in an
 func (r journalRunner) attach(fx *Fx, def *FlowDef, id string, next HandlerFunc, in any) (any, error) {
 	ctx := fx.Context()
 	wait := 20 * time.Millisecond
+	// Database trouble is waited out for a while: failing here would record the caller's
+	// step as failed, for good, over a moment's outage.
+	giveUp := time.Now().Add(time.Minute)
+	pause := func(d time.Duration) error {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			wait = min(2*wait, time.Second)
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	for {
 		rec, err := r.j.GetRun(ctx, id)
 		if err != nil {
+			if journal.IsTransient(err) && time.Now().Before(giveUp) {
+				if perr := pause(wait); perr != nil {
+					return nil, perr
+				}
+				continue
+			}
 			return nil, fmt.Errorf("engine: reading durable run %s of %s: %w", id, def.ID(), err)
 		}
 		if rec.Flow != def.ID() {
@@ -204,14 +224,13 @@ func (r journalRunner) attach(fx *Fx, def *FlowDef, id string, next HandlerFunc,
 		case errors.Is(err, journal.ErrRunFinished):
 			continue
 		case errors.As(err, &busy):
-			t := time.NewTimer(min(wait, max(busy.RetryAfter, time.Millisecond)))
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return nil, ctx.Err()
+			if perr := pause(min(wait, max(busy.RetryAfter, time.Millisecond))); perr != nil {
+				return nil, perr
 			}
-			wait = min(2*wait, time.Second)
+		case journal.IsTransient(err) && time.Now().Before(giveUp):
+			if perr := pause(wait); perr != nil {
+				return nil, perr
+			}
 		default:
 			return nil, fmt.Errorf("engine: resuming durable run %s of %s: %w", id, def.ID(), err)
 		}

@@ -253,13 +253,11 @@ func (r *AgentRun) openLog(ctx context.Context, j *journal.Journal) (*journal.Lo
 			return nil, err
 		}
 	}
-	st, last := w.Opened()
-	if st.FinishedAt != nil {
+	if st, _ := w.Opened(); st.FinishedAt != nil {
 		return nil, w.Close(ctx)
 	}
-	if last > 0 {
-		rows, err := j.ReadEvents(ctx, r.id, last-1, 1)
-		if err == nil && len(rows) == 1 && !endsRun(rows[0].Event) {
+	if row, ok := w.LastRow(); ok {
+		if !endsRun(row.Event) {
 			ev, _ := json.Marshal(agui.RunError{Message: "ai: the worker running this agent stopped; the run resumes on another worker", Code: CodeWorkerLost})
 			if _, err := w.Write(ctx, ev); err != nil {
 				return nil, err

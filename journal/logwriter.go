@@ -81,8 +81,9 @@ type LogWriter struct {
 	run      *Run
 	opts     LogOptions
 	ctx      context.Context
-	opened   Stream // the stream as it was when the writer opened it
-	openLast int64  // its last stored seq then
+	opened   Stream   // the stream as it was when the writer opened it
+	openLast int64    // its last stored seq then
+	lastRow  EventRow // and that row, when the writer continued a stream
 
 	mu         sync.Mutex
 	seq        int64
@@ -118,18 +119,32 @@ type LogStats struct {
 // every commit is fenced by its lease, so close the writer before [Run.Suspend],
 // [Run.Complete] or [Run.Fail] release that lease.
 func (j *Journal) NewLogWriter(ctx context.Context, streamID string, run *Run, opts LogOptions) (*LogWriter, error) {
-	s, err := j.d.GetStream(ctx, streamID)
+	// A run resuming while the database is away waits for it, as its writes do, rather
+	// than failing the run on a read.
+	var s Stream
+	var last int64
+	var tail []EventRow
+	err := j.persist(ctx, "open the log of stream "+streamID, func() (err error) {
+		if s, err = j.d.GetStream(ctx, streamID); err != nil {
+			return err
+		}
+		if last, err = j.d.LastSeq(ctx, streamID); err != nil || last == 0 {
+			return err
+		}
+		tail, err = j.d.ReadEvents(ctx, streamID, last-1, 1)
+		return err
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
 	if err := writerMayOpen(s, run); err != nil {
 		return nil, err
 	}
-	last, err := j.d.LastSeq(ctx, streamID)
-	if err != nil {
-		return nil, err
+	w, err := j.openLogWriter(ctx, s, run, last, false, opts)
+	if err == nil && len(tail) == 1 {
+		w.lastRow = tail[0]
 	}
-	return j.openLogWriter(ctx, s, run, last, false, opts)
+	return w, err
 }
 
 // CreateLog creates a stream and opens a writer on it: [Journal.CreateStream] then
@@ -141,8 +156,13 @@ func (j *Journal) CreateLog(ctx context.Context, s Stream, run *Run, opts LogOpt
 		return nil, err
 	}
 	opts.defaults()
+	if s.ID == "" {
+		return nil, errors.New("journal: stream needs an id")
+	}
 	s.Reserved = opts.ReserveAhead
-	s, err := j.createStream(ctx, s)
+	// A retried create that meets its own earlier attempt finds the stream existing and
+	// continues it, which is right either way.
+	err := j.persist(ctx, "create stream "+s.ID, func() (err error) { s, err = j.createStream(ctx, s); return err }, nil)
 	if errors.Is(err, ErrConflict) {
 		return j.NewLogWriter(ctx, s.ID, run, opts)
 	}
@@ -175,7 +195,11 @@ func (j *Journal) openLogWriter(ctx context.Context, s Stream, run *Run, last in
 	}
 	j.tails.open(s, w.seq, j.now())
 	if last >= opts.MaxRows {
-		rows, err := j.d.ReadEvents(ctx, streamID, opts.MaxRows-1, int(last-opts.MaxRows)+2)
+		var rows []EventRow
+		err := j.persist(ctx, "read the log of stream "+streamID, func() (err error) {
+			rows, err = j.d.ReadEvents(ctx, streamID, opts.MaxRows-1, int(last-opts.MaxRows)+2)
+			return err
+		}, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -194,6 +218,10 @@ func (j *Journal) openLogWriter(ctx context.Context, s Stream, run *Run, last in
 // Opened returns the stream as the writer found it when it opened, and its last stored
 // seq then: a resumed run reads what an earlier execution left.
 func (w *LogWriter) Opened() (Stream, int64) { return w.opened, w.openLast }
+
+// LastRow returns the stream's last stored row when the writer opened it, and false for
+// an empty stream: a resumed run reads how an earlier execution ended.
+func (w *LogWriter) LastRow() (EventRow, bool) { return w.lastRow, w.lastRow.Seq > 0 }
 
 // logEvent is the part of an AG-UI event the writer looks at.
 type logEvent struct {

@@ -16,6 +16,12 @@ const (
 	retryMax   = time.Second
 )
 
+// IsTransient reports whether err, from a [Driver] or a [Journal] call, may go away when
+// the call is tried again: any error but the journal's own outcomes (a lost lease, a
+// conflict, a stored seq, ...) and cancellation. Callers that drive the journal
+// themselves retry such errors with backoff, as the journal does with its writes.
+func IsTransient(err error) bool { return transient(context.Background(), err) }
+
 // transient reports whether a driver error may go away when the write is tried again:
 // any error but the journal's own outcomes (a lost lease, a conflict, a stored seq...)
 // and the end of the caller's context.

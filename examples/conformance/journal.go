@@ -47,7 +47,7 @@ func journalPart(ctx context.Context, e *env) (engine.Option, error) {
 			return nil, err
 		}
 	}
-	j, err := journal.New(d, journal.Options{Owner: e.Instance, LeaseTTL: ttl, PollInterval: min(time.Second, ttl/5)})
+	j, err := journal.New(d, journal.Options{Owner: e.Instance, LeaseTTL: ttl, PollInterval: min(time.Second, ttl/5), Logger: e.Logger})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/bbc28f59/engine"
@@ -25,6 +27,7 @@ type transferRow struct {
 	Amount    float64 `bun:"amount,notnull"`
 	Attempts  int     `bun:"attempts,notnull"`
 	CreatedAt int64   `bun:"created_at,notnull"` // Unix nanoseconds: insertion order
+	Execution string  `bun:"execution,notnull"`  // the execution that wrote last
 }
 
 // TransferRecord is one row of admin.transfers's output.
@@ -75,13 +78,26 @@ func init() {
 // one with the same key only counts itself. It then waits delay (ENGINE_TRANSFER_DELAY,
 // default none) before it returns, so a fault harness can kill its instance after the
 // money moved and before the result was recorded.
+//
+// Like any careful handler it tries its write again while the database is away (for up
+// to 30 s). Each execution writes under an id of its own, so a retry that meets its own
+// earlier, unacknowledged write does not count as another execution.
 func transfer(db *bun.DB, delay time.Duration) func(fx *engine.Fx, in TransferIn) (TransferOut, error) {
 	return func(fx *engine.Fx, in TransferIn) (TransferOut, error) {
-		row := &transferRow{Key: fx.IdempotencyKey(), Tenant: fx.Tenant(), To: in.To, Amount: in.Amount, Attempts: 1,
-			CreatedAt: time.Now().UnixNano()}
-		if _, err := db.NewInsert().Model(row).
-			On("CONFLICT (call_key) DO UPDATE").Set("attempts = ?TableAlias.attempts + 1").
-			Exec(fx.Context()); err != nil {
+		execution := fmt.Sprintf("%x", rand.Uint64())
+		const upsert = `INSERT INTO transfers (call_key, tenant, recipient, amount, attempts, created_at, execution)
+			VALUES (?, ?, ?, ?, 1, ?, ?)
+			ON CONFLICT (call_key) DO UPDATE SET attempts = transfers.attempts + 1, execution = excluded.execution
+			WHERE transfers.execution <> excluded.execution`
+		var err error
+		for wait, start := 50*time.Millisecond, time.Now(); ; wait = min(2*wait, time.Second) {
+			_, err = db.ExecContext(fx.Context(), upsert, fx.IdempotencyKey(), fx.Tenant(), in.To, in.Amount, time.Now().UnixNano(), execution)
+			if err == nil || fx.Context().Err() != nil || time.Since(start) > 30*time.Second {
+				break
+			}
+			time.Sleep(wait)
+		}
+		if err != nil {
 			return TransferOut{}, err
 		}
 		if delay > 0 {

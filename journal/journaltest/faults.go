@@ -158,6 +158,25 @@ func (d *faultDriver) FinishStream(ctx context.Context, id string, f *journal.Fe
 	return last, err
 }
 
+func (d *faultDriver) CreateStream(ctx context.Context, st journal.Stream) error {
+	return d.call("CreateStream", func() error { return d.Driver.CreateStream(ctx, st) })
+}
+
+func (d *faultDriver) GetStream(ctx context.Context, id string) (st journal.Stream, err error) {
+	err = d.call("GetStream", func() error { st, err = d.Driver.GetStream(ctx, id); return err })
+	return st, err
+}
+
+func (d *faultDriver) LastSeq(ctx context.Context, id string) (last int64, err error) {
+	err = d.call("LastSeq", func() error { last, err = d.Driver.LastSeq(ctx, id); return err })
+	return last, err
+}
+
+func (d *faultDriver) ReadEvents(ctx context.Context, id string, after int64, limit int) (rows []journal.EventRow, err error) {
+	err = d.call("ReadEvents", func() error { rows, err = d.Driver.ReadEvents(ctx, id, after, limit); return err })
+	return rows, err
+}
+
 func (d *faultDriver) RecoverableRuns(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	var ids []string
 	err := d.call("RecoverableRuns", func() (err error) { ids, err = d.Driver.RecoverableRuns(ctx, now, limit); return err })
@@ -359,6 +378,38 @@ func faultCases() []testCase {
 			must(t, "RecoverableRuns", err)
 			if len(ids) != len(modes) {
 				t.Fatalf("runs %v, want one per Begin", ids)
+			}
+		}},
+		{"Faults/OpeningALogSurvivesTransientFailures", func(t *testing.T, e *env) {
+			// A run that resumes while the database is away waits for it when it opens its
+			// log, as its writes do, instead of failing on a read.
+			j, fd := e.faulty("a")
+			r := e.begin(j)
+			w, err := j.CreateLog(e.ctx, journal.Stream{ID: "s1", RunID: r.ID}, r, quiet)
+			must(t, "CreateLog", err)
+			write(t, e, w, `{"type":"RUN_STARTED"}`)
+			write(t, e, w, `{"type":"STEP_STARTED","stepName":"x"}`)
+			must(t, "Close", w.Close(e.ctx))
+			for _, m := range []string{"GetStream", "LastSeq", "ReadEvents"} {
+				fd.inject(m, failBefore, 2)
+			}
+			var w2 *journal.LogWriter
+			within(t, "NewLogWriter", func() { w2, err = j.NewLogWriter(e.ctx, "s1", r, quiet) })
+			must(t, "NewLogWriter after transient read failures", err)
+			if row, ok := w2.LastRow(); !ok || row.Seq != 2 || !jsonEq(row.Event, []byte(`{"type":"STEP_STARTED","stepName":"x"}`)) {
+				t.Fatalf("LastRow() = %+v, %v; want row 2", row, ok)
+			}
+			must(t, "Close", w2.Close(e.ctx))
+			// A create whose acknowledgement was lost finds its stream and continues it.
+			fd.inject("CreateStream", failAfter, 1)
+			within(t, "CreateLog", func() { w2, err = j.CreateLog(e.ctx, journal.Stream{ID: "s2", RunID: r.ID}, r, quiet) })
+			must(t, "CreateLog after a lost acknowledgement", err)
+			// It cannot tell the reservation stored with the stream from another writer's,
+			// so it may continue past it: ids jump, none is reused.
+			seq := write(t, e, w2, `{"type":"RUN_STARTED"}`)
+			must(t, "Close", w2.Close(e.ctx))
+			if got := e.storedEvents("s2"); len(got) != 1 || got[0].Seq != seq || seq != 1 && seq != 65 { // 65: past the default reservation of 64
+				t.Fatalf("the created log holds %+v after writing seq %d, want that one row", got, seq)
 			}
 		}},
 		{"Faults/WritesGiveUpAfterWriteRetry", func(t *testing.T, e *env) {
