@@ -38,8 +38,9 @@ func (s *store) q(query string) string {
 // runOf returns the id of the chat run that asked to transfer to `to`, or "".
 func (h *harness) runOf(ctx context.Context, to string) string {
 	var id string
-	err := h.store.db.QueryRowContext(ctx, h.store.q(`SELECT id FROM engine_runs WHERE flow = 'chat.ask' AND input LIKE ?`),
-		`%"transfer % to `+to+`%`).Scan(&id)
+	// The name ends the message or is followed by a space: c1-1 must not find c1-10's run.
+	err := h.store.db.QueryRowContext(ctx, h.store.q(`SELECT id FROM engine_runs WHERE flow = 'chat.ask' AND (input LIKE ? OR input LIKE ?)`),
+		`%"transfer % to `+to+`"%`, `%"transfer % to `+to+` %`).Scan(&id)
 	if err != nil {
 		return ""
 	}
