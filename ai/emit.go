@@ -2,7 +2,6 @@ package ai
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"sync"
 
@@ -37,7 +36,8 @@ func emitterFrom(ctx context.Context) *emitter {
 }
 
 // emit encodes ev once and writes it to the log, then to the stream. A log failure is
-// kept and stops further logging: a lost lease means another instance owns the run.
+// kept and stops further logging and streaming: a lost lease means another instance owns
+// the run.
 func (e *emitter) emit(ev agui.Event) { e.write(ev, false) }
 
 // end emits the run's last event (RUN_FINISHED or RUN_ERROR) and ends the log with it:
@@ -56,7 +56,10 @@ func (e *emitter) write(ev agui.Event, last bool) {
 	}
 	e.buf = data
 	var seq int64
-	if e.log != nil && e.logErr == nil {
+	if e.log != nil {
+		if e.logErr != nil {
+			return // see below
+		}
 		switch ev.(type) {
 		case agui.TextMessageContent, agui.ToolCallArgs, agui.Unknown:
 			seq, err = e.log.Write(e.ctx, data)
@@ -70,7 +73,12 @@ func (e *emitter) write(ev agui.Event, last bool) {
 			seq, err = e.log.WriteTyped(e.ctx, string(ev.Type()), data)
 		}
 		if err != nil {
+			// The log failed (most often: another instance took the run over). What this
+			// execution does from here is not the run's history, so the live client is
+			// shown none of it: an event it saw with an id would not be stored, and its
+			// view would part from the log's, which the new owner continues.
 			e.logErr = err
+			return
 		}
 	}
 	if e.sse != nil {
@@ -88,10 +96,14 @@ func (e *emitter) delta(typ agui.Type, id, text string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var seq int64
-	if e.log != nil && e.logErr == nil {
+	if e.log != nil {
+		if e.logErr != nil {
+			return
+		}
 		var err error
 		if seq, err = e.log.WriteDelta(e.ctx, string(typ), id, text); err != nil {
 			e.logErr = err
+			return
 		}
 	}
 	if e.sse != nil {
@@ -99,17 +111,16 @@ func (e *emitter) delta(typ agui.Type, id, text string) {
 	}
 }
 
-// failed returns the log error that must stop the run (a lost lease), or nil.
+// failed returns the log error that must stop the run, or nil: a run whose log failed
+// (its lease lost to another instance, or the database gone longer than the journal
+// retries) can record nothing more of what it does.
 func (e *emitter) failed() error {
 	if e == nil {
 		return nil
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if errors.Is(e.logErr, journal.ErrLeaseLost) {
-		return e.logErr
-	}
-	return nil
+	return e.logErr
 }
 
 // custom sends a CUSTOM event. A subagent that does not stream has no sink of its own,

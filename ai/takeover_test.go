@@ -310,3 +310,93 @@ func eventTypes(frames []agent.Frame) []string {
 	}
 	return out
 }
+
+// takeOnEnd is storage that lets another instance take the run over just before the
+// write of a run's end event (here: the interrupt's RUN_FINISHED) reaches it, so that
+// write fails with a lost lease.
+type takeOnEnd struct {
+	journal.Driver
+	take func(runID string)
+	once sync.Once
+}
+
+func (d *takeOnEnd) AppendEvents(ctx context.Context, f *journal.Fence, a journal.Append) error {
+	for _, r := range a.Rows {
+		if f != nil && strings.Contains(string(r.Event), `"RUN_FINISHED"`) {
+			d.once.Do(func() { d.take(f.RunID) })
+		}
+	}
+	return d.Driver.AppendEvents(ctx, f, a)
+}
+
+// An execution that loses its run to another instance while it streams live shows its
+// client nothing more: the client never sees an event, with an id or without, that the
+// log does not hold (here the interrupt), which the new owner's history would contradict.
+func TestALiveClientIsShownNothingOnceItsRunIsTakenOver(t *testing.T) {
+	model := openaitest.NewServer(
+		openaitest.Turn{Text: "Moving the money.", ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "bank_transfer", Arguments: `{"to":"bob","amount":500}`}}},
+		openaitest.Turn{Text: "Sent."},
+	)
+	t.Cleanup(model.Close)
+	shared, clock := memory.New(), journaltest.NewClock()
+	opts := func(owner string) journal.Options {
+		return journal.Options{Owner: owner, Now: clock.Now, LeaseTTL: 10 * time.Second}
+	}
+	b := newApEnv(t, apConfig{driver: shared, jopts: opts("b"), model: model})
+	taken := make(chan string, 1)
+	d := &takeOnEnd{Driver: shared, take: func(runID string) {
+		clock.Advance(11 * time.Second)
+		if _, err := b.j.Claim(context.Background(), runID); err != nil {
+			t.Errorf("b's claim: %v", err)
+		}
+		taken <- runID
+	}}
+	a := newApEnv(t, apConfig{driver: d, jopts: opts("a"), model: model})
+
+	raw, events := a.chat(t, "/desk/chat", apAlice, "send bob 500")
+	var runID string
+	select {
+	case runID = <-taken:
+	default:
+		t.Fatal("the run was not taken over at its interrupt")
+	}
+	for _, ev := range events {
+		if ev.Type() == agui.TypeRunFinished || ev.Type() == agui.TypeRunError {
+			t.Fatalf("a's client was shown a run end the log does not hold:\n%s", raw)
+		}
+	}
+	rec, err := b.j.GetRun(t.Context(), runID)
+	if err != nil || rec.LeaseOwner != "b" {
+		t.Fatalf("run %+v, %v: want b holding it", rec, err)
+	}
+	stream := apRunID(t, events)
+	rows, err := b.j.ReadEvents(t.Context(), stream, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[int64]string{}
+	for _, r := range rows {
+		stored[r.Seq] = string(r.Event)
+		if strings.Contains(string(r.Event), `"RUN_FINISHED"`) {
+			t.Fatalf("the refused interrupt was stored: %s", r.Event)
+		}
+	}
+	for f, err := range agent.ReadFrames(bytes.NewReader(raw)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := json.Marshal(f.Event)
+		if s, ok := stored[f.Seq]; f.Seq > 0 && ok && !jsonSame(s, string(got)) {
+			t.Fatalf("id %d was shown as %s and is stored as %s", f.Seq, got, s)
+		}
+	}
+}
+
+func jsonSame(a, b string) bool {
+	var x, y any
+	_ = json.Unmarshal([]byte(a), &x)
+	_ = json.Unmarshal([]byte(b), &y)
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return string(xa) == string(ya)
+}
