@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"flag"
 	"io"
 	"log/slog"
 	"net/http"
@@ -417,8 +416,6 @@ func apToolMessage(t *testing.T, m *openaitest.Server, callID string) string {
 	return ""
 }
 
-var apRecordFollow = flag.Bool("record-approval-follow", false, "rewrite the follow transcripts under testdata/sse")
-
 var (
 	apExpiresRe = regexp.MustCompile(`"expiresAt":"[^"]*"`)
 	apRunIDRe   = regexp.MustCompile(`run_[0-9a-f]{32}`)
@@ -452,7 +449,7 @@ func apRecord(t *testing.T, name string, raw []byte, interrupts ...agui.Interrup
 		t.Fatal(err)
 	}
 	apVerifyFollow(t, tmp)
-	if _, err := os.Stat(path); *apRecordFollow || os.IsNotExist(err) {
+	if _, err := os.Stat(path); *update || os.IsNotExist(err) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}

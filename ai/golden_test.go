@@ -13,9 +13,9 @@ import (
 	"testing"
 )
 
-// updateGolden rewrites ai/testdata/sse/*.sse from the current streams instead of
-// comparing with them: go test ./ai/ -run . -update-golden
-var updateGolden = flag.Bool("update-golden", false, "rewrite the golden SSE transcripts under testdata/sse")
+// update rewrites the golden files under ai/testdata from the current streams instead of
+// comparing with them: go test ./ai/ -run . -update
+var update = flag.Bool("update", false, "rewrite the golden files under testdata (SSE transcripts and follow logs)")
 
 const goldenDir = "testdata/sse"
 
@@ -139,7 +139,7 @@ func coalesce(t *testing.T, bs []sseBlock) []sseBlock {
 }
 
 // golden compares the normalised live transcript of scenario with
-// testdata/sse/<scenario>.sse, or writes it under -update-golden.
+// testdata/sse/<scenario>.sse, or writes it under -update.
 func golden(t *testing.T, scenario string, tr transcript) {
 	t.Helper()
 	compareGolden(t, scenario+".sse", normalise(t, tr.raw, false))
@@ -154,7 +154,7 @@ func goldenFollow(t *testing.T, scenario string, tr transcript) {
 func compareGolden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join(goldenDir, name)
-	if *updateGolden {
+	if *update {
 		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -165,10 +165,10 @@ func compareGolden(t *testing.T, name, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("golden transcript %s: %v (run the test with -update-golden to create it)", path, err)
+		t.Fatalf("golden transcript %s: %v (run the test with -update to create it)", path, err)
 	}
 	if got != string(want) {
-		t.Errorf("transcript differs from %s (rerun with -update-golden if the change is intended)\n--- got\n%s--- want\n%s", path, got, want)
+		t.Errorf("transcript differs from %s (rerun with -update if the change is intended)\n--- got\n%s--- want\n%s", path, got, want)
 	}
 }
 
@@ -196,8 +196,8 @@ func TestNormalise(t *testing.T) {
 // agui-verify tool: @ag-ui/core schemas and @ag-ui/client's sequence rules) over every
 // golden transcript. AGUI_VERIFY names verify.mjs; by default /tmp/agui-verify/verify.mjs.
 func TestGoldenTranscriptsPassAGUIVerify(t *testing.T) {
-	if *updateGolden {
-		t.Skip("the transcripts are being rewritten; run again without -update-golden to verify them")
+	if *update {
+		t.Skip("the transcripts are being rewritten; run again without -update to verify them")
 	}
 	t.Parallel()
 	node, verifier := aguiVerifier(t)
