@@ -25,8 +25,6 @@ type wireMeta struct {
 	NextCursor string `json:"nextCursor"`
 }
 
-var null = []byte("null")
-
 // decodeReply turns a reply into a Result. Anything that is not a result envelope is a
 // TransportError carrying the HTTP status; declared codes are passed through untouched.
 func decodeReply[T any](method string, r reply) Result[T] {

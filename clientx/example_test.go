@@ -33,7 +33,7 @@ var (
 func Example() {
 	app, err := engine.New(engine.Bind(price, func(_ *engine.Fx, in priceIn) (priceOut, error) {
 		if in.SKU == "gone" {
-			return priceOut{}, outOfStock.New(stockData{SKU: in.SKU})
+			return priceOut{}, outOfStock.New(stockData(in))
 		}
 		return priceOut{Cents: 250}, nil
 	}))

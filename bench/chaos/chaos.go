@@ -163,7 +163,6 @@ type harness struct {
 	store  *store
 	client *http.Client
 	insts  []*instance
-	model  interface{ Close() }
 
 	dbProxy *dbProxy // postgres: the instances' way to the server
 

@@ -123,16 +123,6 @@ func (in *instance) base() (string, bool) {
 	return in.url, in.alive
 }
 
-// logs returns the end of the process's stderr.
-func (in *instance) logs() string {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.stderr == nil {
-		return ""
-	}
-	return in.stderr.String()
-}
-
 // tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {
 	mu  sync.Mutex

@@ -90,6 +90,7 @@ func (s *handStore) cycle(_ context.Context, i int) error {
 		listed = append(listed, *p)
 	}
 	s.mu.Unlock()
+	_ = listed
 
 	s.mu.Lock()
 	r.status, r.output, r.owner = "completed", bytes.Clone(in), ""
