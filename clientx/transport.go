@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -185,16 +185,16 @@ type attemptError struct {
 func (t *Transport) attempt(ctx context.Context, rq request) (reply, *attemptError) {
 	// The attempt timeout is a timer, not a deadline, so that it can be stopped once an
 	// event stream's headers have arrived: it bounds the wait for a reply, not a stream.
-	actx, cancel := context.WithCancelCause(ctx)
+	actx, done := ctx, func() {}
 	var timer *time.Timer
 	if t.timeout > 0 {
+		var cancel context.CancelCauseFunc
+		actx, cancel = context.WithCancelCause(ctx)
 		timer = time.AfterFunc(t.timeout, func() { cancel(errAttemptTimeout) })
-	}
-	done := func() {
-		if timer != nil {
+		done = func() {
 			timer.Stop()
+			cancel(nil)
 		}
-		cancel(nil)
 	}
 	var rd io.Reader
 	if rq.body != nil {
@@ -215,13 +215,15 @@ func (t *Transport) attempt(ctx context.Context, rq request) (reply, *attemptErr
 		return reply{}, t.failure(ctx, actx, err, 0)
 	}
 	if rq.keepStream && isEventStream(resp) {
-		if timer != nil && !timer.Stop() {
-			// The timeout fired as the headers arrived: the stream is cancelled already.
-			_ = resp.Body.Close()
-			defer done()
-			return reply{}, t.failure(ctx, actx, context.Cause(actx), resp.StatusCode)
+		if timer != nil {
+			if !timer.Stop() {
+				// The timeout fired as the headers arrived: the stream is cancelled already.
+				_ = resp.Body.Close()
+				defer done()
+				return reply{}, t.failure(ctx, actx, context.Cause(actx), resp.StatusCode)
+			}
+			resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: done}
 		}
-		resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: done}
 		return reply{status: resp.StatusCode, header: resp.Header, stream: resp}, nil
 	}
 	defer done()
@@ -245,8 +247,13 @@ func isEventStream(resp *http.Response) bool {
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
 		return false
 	}
-	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	return err == nil && mt == httpx.SSEContentType
+	// Checked without mime.ParseMediaType, which allocates on every JSON reply.
+	ct, n := resp.Header.Get("Content-Type"), len(httpx.SSEContentType)
+	if len(ct) < n || !strings.EqualFold(ct[:n], httpx.SSEContentType) {
+		return false
+	}
+	rest := strings.TrimLeft(ct[n:], " \t")
+	return rest == "" || rest[0] == ';'
 }
 
 // cancelOnClose ends a kept stream's attempt context when its body is closed.
