@@ -36,6 +36,10 @@ func TestTransportErrors(t *testing.T) {
 		{"error without code", 400, "application/json", `{"data":null,"error":{"data":{}}}`, "malformed error object"},
 		{"success envelope on 500", 500, "application/json", `{"data":{},"error":null}`, "success envelope"},
 		{"data of the wrong type", 200, "application/json", `{"data":{"sum":"x"},"error":null}`, "decoding data"},
+		{"event stream", 200, "text/event-stream; charset=utf-8", "data: {}\n\n", "use the streaming call"},
+		{"event stream in capitals", 200, "Text/Event-Stream", "data: {}\n\n", "use the streaming call"},
+		{"not quite an event stream", 200, "text/event-streams", "data: {}\n\n", "non-JSON response"},
+		{"event stream on an error status", 500, "text/event-stream", "data: {}\n\n", "non-JSON response"},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {

@@ -135,6 +135,21 @@ func (r *AgentRun) Interrupts() []agui.Interrupt { return r.interrupts }
 // MarshalJSON encodes the run's result, for runs returned without streaming.
 func (r *AgentRun) MarshalJSON() ([]byte, error) { return json.Marshal(r.result) }
 
+// UnmarshalJSON decodes a run's result as [AgentRun.MarshalJSON] encodes it, so that a
+// client calling a flow whose output is *AgentRun without streaming (clientx.Call) gets
+// the run's outcome from [AgentRun.Result]. The decoded value is a record of a finished
+// run on the server, not a run: its [AgentRun.ID] is "" and it has no interrupts (a run
+// that parks answers 202 with no data instead). A streamed run is not JSON: read it with
+// the streaming call of clientx/agent.
+func (r *AgentRun) UnmarshalJSON(b []byte) error {
+	var res RunResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		return err
+	}
+	*r = AgentRun{result: res, finished: true}
+	return nil
+}
+
 // JSONSchema describes a streamed run for the descriptor: an event stream, not JSON.
 func (*AgentRun) JSONSchema() *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "string", Description: "text/event-stream of AG-UI events, one JSON event per data: frame, ending with data: [DONE]"}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/httpx"
 )
 
 // Client calls the flows of one engine app. Build it with [New] or [ForApp]; call flows
@@ -97,7 +98,9 @@ func (c *Client) Route(id string) (engine.Route, bool) {
 }
 
 // Call calls flow f with input in. Every outcome, a transport failure included, is in
-// the result; see [Result].
+// the result; see [Result]. A flow that answers with an event stream (a streamed agent
+// run) is not read: Call hangs up at once and fails with a TransportError that says to
+// use the streaming call instead.
 func Call[In, Out any](ctx context.Context, c *Client, f *engine.Flow[In, Out], in In) Result[Out] {
 	if c == nil || f == nil || f.Def() == nil {
 		return Result[Out]{Error: clientError(engine.CodeValidation, "clientx: Call: nil client or flow")}
@@ -114,51 +117,116 @@ func Call[In, Out any](ctx context.Context, c *Client, f *engine.Flow[In, Out], 
 // none; a json.RawMessage is sent as it is) and returns its output as raw JSON. A path
 // naming only a unit returns an IncompletePath error without sending anything.
 func (c *Client) Call(ctx context.Context, path string, in any) Result[json.RawMessage] {
-	unit, flow, _ := strings.Cut(path, ".")
-	if flow == "" {
-		return Result[json.RawMessage]{Error: clientError(engine.CodeIncompletePath, "Incomplete path: api."+unit)}
+	unit, flow, body, e := namedCall(path, in)
+	if e != nil {
+		return Result[json.RawMessage]{Error: e}
 	}
-	var body []byte
+	return send[json.RawMessage](ctx, c, unit, flow, body)
+}
+
+// OpenStream calls a flow by name ("unit.flow") as [Client.Call] does, over the same
+// route with the same headers, auth (one refresh on 401) and retries (network failure and
+// 5xx, before any reply has begun), but asks for an event stream (Accept:
+// text/event-stream). It exists for flows that answer with one, such as an agent run;
+// the typed way to read an agent run is Stream in the clientx/agent package.
+//
+// When the reply is a 2xx text/event-stream, OpenStream returns the response with its
+// body unread: the caller reads it (httpx.NewSSEReader) and must close it. The client's
+// timeout ([WithTimeout]) bounds the wait for the response headers, not the stream, which
+// ctx bounds (and a [Doer] with a whole-response timeout of its own, such as
+// http.Client.Timeout); a stream cut mid-way is not retried, since that would run the
+// flow again. Any other reply is read and closed here and comes back as the error of its
+// envelope, as Call would return it (Unauthorized, Forbidden, ValidationError, NotFound,
+// a declared code...), with its HTTP status; or as a TransportError when it is not an
+// envelope, or is a success envelope (the flow does not stream: call it with Call).
+func (c *Client) OpenStream(ctx context.Context, path string, in any) (*http.Response, *engine.Error) {
+	unit, flow, body, e := namedCall(path, in)
+	if e != nil {
+		return nil, e
+	}
+	req, e := c.request(unit, flow, body)
+	if e != nil {
+		return nil, e
+	}
+	req.accept = httpx.SSEContentType
+	r, e := c.t.do(ctx, req)
+	if e != nil {
+		return nil, e
+	}
+	if r.stream != nil {
+		return r.stream, nil
+	}
+	defer r.release()
+	res := decodeReply[json.RawMessage](req.method, r)
+	if res.Error != nil {
+		return nil, res.Error
+	}
+	msg := fmt.Sprintf("flow %s.%s answered HTTP %d with a JSON envelope, not an event stream: it does not stream; call it with Call", unit, flow, r.status)
+	if res.Meta.Parked {
+		msg = fmt.Sprintf("flow %s.%s answered HTTP %d: its durable run %s parked awaiting a decision, and it does not stream; call it with Call", unit, flow, r.status, res.Meta.RunID)
+	}
+	return nil, transportError(msg, r.status)
+}
+
+// namedCall splits a "unit.flow" path and encodes the input of a call by name.
+func namedCall(path string, in any) (unit, flow string, body []byte, e *engine.Error) {
+	unit, flow, _ = strings.Cut(path, ".")
+	if flow == "" {
+		return "", "", nil, clientError(engine.CodeIncompletePath, "Incomplete path: api."+unit)
+	}
 	switch v := in.(type) {
 	case nil:
 	case json.RawMessage:
 		if !json.Valid(v) {
-			return Result[json.RawMessage]{Error: clientError(engine.CodeValidation, "input of "+path+" is not valid JSON")}
+			return "", "", nil, clientError(engine.CodeValidation, "input of "+path+" is not valid JSON")
 		}
 		body = v
 	default:
 		b, err := json.Marshal(in)
 		if err != nil {
-			return Result[json.RawMessage]{Error: clientError(engine.CodeValidation, "encoding input of "+path+": "+err.Error())}
+			return "", "", nil, clientError(engine.CodeValidation, "encoding input of "+path+": "+err.Error())
 		}
 		body = b
 	}
-	return send[json.RawMessage](ctx, c, unit, flow, body)
+	return unit, flow, body, nil
 }
 
-// send routes one call (REST when the table has the flow, RPC otherwise), runs it
-// through the transport and decodes the envelope.
+// send routes one call, runs it through the transport and decodes the envelope.
 func send[Out any](ctx context.Context, c *Client, unit, flow string, body []byte) Result[Out] {
-	method, target := http.MethodPost, ""
-	if rt, ok := c.routes[unit+"."+flow]; ok {
-		var e *engine.Error
-		method = rt.route.Method
-		target, body, e = rt.request(c.base, body)
-		if e != nil {
-			return Result[Out]{Error: e}
-		}
-	} else {
-		target = c.base + engine.RPCPrefix + url.PathEscape(unit) + "/" + url.PathEscape(flow)
-		if body == nil {
-			body = []byte{}
-		}
+	req, e := c.request(unit, flow, body)
+	if e != nil {
+		return Result[Out]{Error: e}
 	}
-	r, e := c.t.do(ctx, method, target, body)
+	r, e := c.t.do(ctx, req)
 	if e != nil {
 		return Result[Out]{Error: e, Status: e.Status}
 	}
 	defer r.release()
-	return decodeReply[Out](method, r)
+	if r.stream != nil {
+		e := transportError(fmt.Sprintf("flow %s.%s answered HTTP %d with an event stream (%s), which Call does not read: "+
+			"use the streaming call, Stream in clientx/agent for an agent run (or Client.OpenStream)",
+			unit, flow, r.status, httpx.SSEContentType), r.status)
+		return Result[Out]{Error: e, Status: r.status}
+	}
+	return decodeReply[Out](req.method, r)
+}
+
+// request routes one call: REST when the table has the flow, RPC otherwise. An event
+// stream reply is kept unread: [Client.OpenStream] hands it over, and Call closes it at
+// once rather than buffer a whole agent run only to report that it cannot decode it.
+func (c *Client) request(unit, flow string, body []byte) (request, *engine.Error) {
+	if rt, ok := c.routes[unit+"."+flow]; ok {
+		target, body, e := rt.request(c.base, body)
+		if e != nil {
+			return request{}, e
+		}
+		return request{method: rt.route.Method, url: target, body: body, keepStream: true}, nil
+	}
+	if body == nil {
+		body = []byte{}
+	}
+	target := c.base + engine.RPCPrefix + url.PathEscape(unit) + "/" + url.PathEscape(flow)
+	return request{method: http.MethodPost, url: target, body: body, keepStream: true}, nil
 }
 
 // clientError is an error found by the client before anything was sent.

@@ -23,6 +23,8 @@ type wireError struct {
 
 type wireMeta struct {
 	NextCursor string `json:"nextCursor"`
+	Parked     bool   `json:"parked"`
+	RunID      string `json:"runId"`
 }
 
 // decodeReply turns a reply into a Result. Anything that is not a result envelope is a
@@ -81,6 +83,8 @@ func decodeReply[T any](method string, r reply) Result[T] {
 		var m wireMeta
 		if err := json.Unmarshal(env.Meta, &m); err == nil {
 			res.Meta.NextCursor = m.NextCursor
+			res.Meta.Parked = m.Parked
+			res.Meta.RunID = m.RunID
 		}
 	}
 	return res

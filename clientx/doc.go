@@ -16,6 +16,10 @@
 // Error is the envelope's error object, or TransportError for network and protocol
 // trouble (with data.message and, when there was an HTTP status, data.status).
 //
+// A flow that answers with an event stream (a streamed agent run) is not read by Call,
+// which fails with a TransportError saying so: read it with Stream in clientx/agent, or
+// with [Client.OpenStream] for other streams.
+//
 // Timeouts, retries, static and per-request headers and bearer authentication with a
 // single refresh on 401 are options shared by the client and the low-level [Transport].
 package clientx

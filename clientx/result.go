@@ -22,10 +22,21 @@ type Result[T any] struct {
 	Status int
 }
 
-// Meta is the envelope's meta object: pagination and whatever else a flow sets.
+// Meta is the envelope's meta object: pagination, parking, and whatever else a flow
+// sets.
 type Meta struct {
 	// NextCursor is meta.nextCursor, the cursor of the next page of a list, or "".
 	NextCursor string
+	// Parked is meta.parked: the flow is durable and its run parked awaiting a decision
+	// (engine.Park). The reply is then 202 Accepted with no data and no error, so the
+	// result is OK with a zero Data. The run resumes once decided, and its output is not
+	// sent to this caller: an application that parks exposes the decision and the
+	// outcome through flows of its own, keyed by RunID. (A streamed agent run that parks
+	// on an approval ends its stream with the interrupts instead.)
+	Parked bool
+	// RunID is meta.runId: the journal's id of the durable run that parked (not an agent
+	// run id), or "".
+	RunID string
 	// Raw is the whole meta object as received, or nil when the reply had none.
 	Raw json.RawMessage
 }

@@ -10,10 +10,12 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/httpx"
 )
 
 // MaxResponseBytes bounds a reply body the client reads; a larger one is a
@@ -75,7 +77,7 @@ func defaultRoundTripper() http.RoundTripper {
 // or a TransportError for network failure, timeout, cancellation or a bad option. Any
 // HTTP status, 4xx and 5xx included, is a reply, not an error.
 func (t *Transport) Do(ctx context.Context, method, url string, body []byte) (status int, header http.Header, respBody []byte, err *engine.Error) {
-	r, e := t.do(ctx, method, url, body)
+	r, e := t.do(ctx, request{method: method, url: url, body: body})
 	if e != nil {
 		return r.status, r.header, nil, e
 	}
@@ -83,14 +85,33 @@ func (t *Transport) Do(ctx context.Context, method, url string, body []byte) (st
 	return r.status, r.header, bytes.Clone(r.body.Bytes()), nil
 }
 
-// reply is a read response; body comes from a pool and goes back with release.
+// request is one logical request: what the transport sends on every attempt.
+type request struct {
+	method, url string
+	body        []byte // nil for none
+	// accept is the Accept header sent when the caller's headers set none; "" means
+	// application/json.
+	accept string
+	// keepStream leaves a 2xx text/event-stream reply unread, in reply.stream: a flow
+	// call does not buffer a whole agent run, and a stream is not cut by the attempt
+	// timeout once its headers have arrived.
+	keepStream bool
+}
+
+// reply is a response: read, with its body from a pool that release gives back, or
+// (keepStream) an event stream whose body is still unread.
 type reply struct {
 	status int
 	header http.Header
 	body   *bytes.Buffer
+	stream *http.Response
 }
 
 func (r *reply) release() {
+	if r.stream != nil {
+		_ = r.stream.Body.Close()
+		r.stream = nil
+	}
 	if r.body != nil && r.body.Cap() <= 64<<10 {
 		r.body.Reset()
 		bufPool.Put(r.body)
@@ -114,7 +135,7 @@ func SkipRefresh(ctx context.Context) context.Context {
 // tells a timeout apart from the caller's own deadline.
 var errAttemptTimeout = errors.New("clientx: attempt timed out")
 
-func (t *Transport) do(ctx context.Context, method, url string, body []byte) (reply, *engine.Error) {
+func (t *Transport) do(ctx context.Context, req request) (reply, *engine.Error) {
 	if t.err != nil {
 		return reply{}, transportError("invalid client option: "+t.err.Error(), 0)
 	}
@@ -124,7 +145,7 @@ func (t *Transport) do(ctx context.Context, method, url string, body []byte) (re
 	refreshed := ctx.Value(refreshingKey{}) != nil
 	delay := t.retry.Delay
 	for retries := 0; ; {
-		r, e := t.attempt(ctx, method, url, body)
+		r, e := t.attempt(ctx, req)
 		switch {
 		case e != nil && (ctx.Err() != nil || !e.retryable):
 			return reply{}, e.err
@@ -161,28 +182,51 @@ type attemptError struct {
 	retryable bool
 }
 
-func (t *Transport) attempt(ctx context.Context, method, url string, body []byte) (reply, *attemptError) {
-	actx := ctx
+func (t *Transport) attempt(ctx context.Context, rq request) (reply, *attemptError) {
+	// The attempt timeout is a timer, not a deadline, so that it can be stopped once an
+	// event stream's headers have arrived: it bounds the wait for a reply, not a stream.
+	actx, done := ctx, func() {}
+	var timer *time.Timer
 	if t.timeout > 0 {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeoutCause(ctx, t.timeout, errAttemptTimeout)
-		defer cancel()
+		var cancel context.CancelCauseFunc
+		actx, cancel = context.WithCancelCause(ctx)
+		timer = time.AfterFunc(t.timeout, func() { cancel(errAttemptTimeout) })
+		done = func() {
+			timer.Stop()
+			cancel(nil)
+		}
 	}
 	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+	if rq.body != nil {
+		rd = bytes.NewReader(rq.body)
 	}
-	req, err := http.NewRequestWithContext(actx, method, url, rd)
+	req, err := http.NewRequestWithContext(actx, rq.method, rq.url, rd)
 	if err != nil {
+		done()
 		return reply{}, &attemptError{err: transportError("bad request: "+err.Error(), 0)}
 	}
-	if err := t.setHeaders(actx, req, body != nil); err != nil {
+	if err := t.setHeaders(actx, req, rq.body != nil, rq.accept); err != nil {
+		done()
 		return reply{}, &attemptError{err: transportError(err.Error(), 0)}
 	}
 	resp, err := t.doer.Do(req)
 	if err != nil {
+		defer done()
 		return reply{}, t.failure(ctx, actx, err, 0)
 	}
+	if rq.keepStream && isEventStream(resp) {
+		if timer != nil {
+			if !timer.Stop() {
+				// The timeout fired as the headers arrived: the stream is cancelled already.
+				_ = resp.Body.Close()
+				defer done()
+				return reply{}, t.failure(ctx, actx, context.Cause(actx), resp.StatusCode)
+			}
+			resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: done}
+		}
+		return reply{status: resp.StatusCode, header: resp.Header, stream: resp}, nil
+	}
+	defer done()
 	defer resp.Body.Close()
 	buf := bufPool.Get().(*bytes.Buffer)
 	n, err := buf.ReadFrom(io.LimitReader(resp.Body, MaxResponseBytes+1))
@@ -196,6 +240,33 @@ func (t *Transport) attempt(ctx context.Context, method, url string, body []byte
 		return reply{}, &attemptError{err: transportError(fmt.Sprintf("response body exceeds %d bytes", MaxResponseBytes), resp.StatusCode)}
 	}
 	return r, nil
+}
+
+// isEventStream reports whether resp is a 2xx text/event-stream reply.
+func isEventStream(resp *http.Response) bool {
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
+		return false
+	}
+	// Checked without mime.ParseMediaType, which allocates on every JSON reply.
+	ct, n := resp.Header.Get("Content-Type"), len(httpx.SSEContentType)
+	if len(ct) < n || !strings.EqualFold(ct[:n], httpx.SSEContentType) {
+		return false
+	}
+	rest := strings.TrimLeft(ct[n:], " \t")
+	return rest == "" || rest[0] == ';'
+}
+
+// cancelOnClose ends a kept stream's attempt context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel func()
+	once   sync.Once
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.once.Do(c.cancel)
+	return err
 }
 
 // failure classifies a failed attempt: the caller's cancellation is final, an attempt
@@ -215,7 +286,7 @@ func (t *Transport) failure(ctx, actx context.Context, err error, status int) *a
 	return &attemptError{err: transportError(msg, status), retryable: true}
 }
 
-func (t *Transport) setHeaders(ctx context.Context, req *http.Request, hasBody bool) error {
+func (t *Transport) setHeaders(ctx context.Context, req *http.Request, hasBody bool, accept string) error {
 	h := req.Header
 	for k, vs := range t.headers {
 		h[k] = append([]string(nil), vs...)
@@ -242,7 +313,10 @@ func (t *Transport) setHeaders(ctx context.Context, req *http.Request, hasBody b
 		h.Set("Content-Type", "application/json")
 	}
 	if h.Get("Accept") == "" {
-		h.Set("Accept", "application/json")
+		if accept == "" {
+			accept = httpx.ContentTypeJSON
+		}
+		h.Set("Accept", accept)
 	}
 	return nil
 }

@@ -21,19 +21,19 @@ import (
 type decisionServer struct {
 	*httptest.Server
 	mu      sync.Mutex
-	replies []scripted
+	replies []cannedReply
 	paths   []string
 	bodies  []map[string]any
 	auth    []string
 }
 
-type scripted struct {
+type cannedReply struct {
 	status int
 	header map[string]string
 	body   string
 }
 
-func newDecisionServer(t *testing.T, replies ...scripted) *decisionServer {
+func newDecisionServer(t *testing.T, replies ...cannedReply) *decisionServer {
 	t.Helper()
 	s := &decisionServer{replies: replies}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -74,9 +74,9 @@ func newClient(t *testing.T, url string, opts ...clientx.Option) *clientx.Client
 }
 
 var (
-	okReply       = scripted{200, nil, `{"data":{"ok":true},"error":null}`}
-	conflictReply = scripted{409, nil, `{"data":null,"error":{"code":"Conflict","data":{"message":"the value is already in use"}}}`}
-	busyReply     = scripted{409, map[string]string{"Retry-After": "0"}, `{"data":null,"error":{"code":"JournalLeaseBusy","data":{"message":"locked","retryAfterMs":0}}}`}
+	okReply       = cannedReply{200, nil, `{"data":{"ok":true},"error":null}`}
+	conflictReply = cannedReply{409, nil, `{"data":null,"error":{"code":"Conflict","data":{"message":"the value is already in use"}}}`}
+	busyReply     = cannedReply{409, map[string]string{"Retry-After": "0"}, `{"data":null,"error":{"code":"JournalLeaseBusy","data":{"message":"locked","retryAfterMs":0}}}`}
 )
 
 func TestApproveSendsTheDecision(t *testing.T) {
@@ -143,7 +143,7 @@ func TestApproveRetriesLeaseBusy(t *testing.T) {
 func TestApproveHonoursRetryAfterWithinContext(t *testing.T) {
 	t.Parallel()
 	for _, header := range []string{"30", time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)} {
-		busy := scripted{409, map[string]string{"Retry-After": header}, busyReply.body}
+		busy := cannedReply{409, map[string]string{"Retry-After": header}, busyReply.body}
 		s := newDecisionServer(t, busy, okReply)
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		err := agent.Approve(ctx, newClient(t, s.URL), "aWQ", nil)
@@ -162,15 +162,15 @@ func TestApproveErrors(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name   string
-		reply  scripted
+		reply  cannedReply
 		code   string
 		status int
 	}{
-		{"not found", scripted{404, nil, `{"data":null,"error":{"code":"NotFound","data":{"message":"no approval"}}}`}, engine.CodeNotFound, 404},
-		{"forbidden", scripted{403, nil, `{"data":null,"error":{"code":"Forbidden","data":{"gate":"g","reason":"r"}}}`}, engine.CodeForbidden, 403},
-		{"validation", scripted{400, nil, `{"data":null,"error":{"code":"ValidationError","data":null}}`}, engine.CodeValidation, 400},
-		{"not an envelope", scripted{502, nil, `bad gateway`}, engine.CodeTransportError, 502},
-		{"success envelope on an error status", scripted{500, nil, `{"data":{"ok":true},"error":null}`}, engine.CodeTransportError, 500},
+		{"not found", cannedReply{404, nil, `{"data":null,"error":{"code":"NotFound","data":{"message":"no approval"}}}`}, engine.CodeNotFound, 404},
+		{"forbidden", cannedReply{403, nil, `{"data":null,"error":{"code":"Forbidden","data":{"gate":"g","reason":"r"}}}`}, engine.CodeForbidden, 403},
+		{"validation", cannedReply{400, nil, `{"data":null,"error":{"code":"ValidationError","data":null}}`}, engine.CodeValidation, 400},
+		{"not an envelope", cannedReply{502, nil, `bad gateway`}, engine.CodeTransportError, 502},
+		{"success envelope on an error status", cannedReply{500, nil, `{"data":{"ok":true},"error":null}`}, engine.CodeTransportError, 500},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

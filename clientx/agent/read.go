@@ -1,5 +1,6 @@
-// Package agent holds the client helpers for agent runs: reading their AG-UI event
-// streams, and deciding approvals.
+// Package agent holds the client helpers for agent runs: calling a flow that streams
+// its run ([Stream]), reading AG-UI event streams ([ReadFrames]), deciding approvals
+// ([Approve], [Deny]) and following a run's stored log ([Follow]).
 package agent
 
 import (
