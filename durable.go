@@ -19,7 +19,8 @@ import (
 // is decided or times out.
 var ErrParked = errors.New("engine: run parked awaiting a decision")
 
-type runKey struct{}
+// runKey holds a durable call's journal run.
+var runKey = NewKey[*journal.Run]("engine.run")
 
 // WithJournal runs durable flows under j: the run record is written before the handler
 // starts, [Step] results are recorded and replayed, handlers may [Park], and the journal
@@ -47,7 +48,7 @@ func (a *App) Journal() *journal.Journal { return a.journal }
 
 // RunOf returns the journal run of a durable call, or nil outside one.
 func RunOf(fx *Fx) *journal.Run {
-	r, _ := fx.Value(runKey{}).(*journal.Run)
+	r, _ := runKey.Call(fx)
 	return r
 }
 
@@ -160,7 +161,7 @@ func (r journalRunner) Wrap(def *FlowDef, next HandlerFunc) HandlerFunc {
 // execute runs the handler under run, which this instance holds, and records how the
 // execution ended.
 func (r journalRunner) execute(fx *Fx, run *journal.Run, next HandlerFunc, in any) (any, error) {
-	fx.SetValue(runKey{}, run)
+	runKey.Set(fx, run)
 	fx.ctx = run.CallContext(fx.ctx)
 	out, err := next(fx, in)
 	if err == nil {
@@ -358,7 +359,7 @@ func (a *App) resume(ctx context.Context, run *journal.Run) {
 	}
 	fx := a.newFx(ctx, b.def, nil)
 	fx.principal = p
-	fx.SetValue(runKey{}, run)
+	runKey.Set(fx, run)
 	defer func() {
 		if v := recover(); v != nil {
 			a.logger.ErrorContext(ctx, "engine: panic resuming durable run", "flow", run.Flow, "run", run.ID, "panic", fmt.Sprint(v))

@@ -117,25 +117,6 @@ func WithAuthenticator(auth Authenticator) Option {
 	})
 }
 
-// WithValue stores an app-level value for extension packages (a vault, an AI
-// registry), read back with [App.Value]. Keys should be unexported types of the storing
-// package, as with context values.
-func WithValue(key, value any) Option {
-	return optionFunc(func(a *App) error {
-		if a.values == nil {
-			a.values = map[any]any{}
-		}
-		if _, dup := a.values[key]; dup {
-			return fmt.Errorf("engine: WithValue: %T is already set", key)
-		}
-		a.values[key] = value
-		return nil
-	})
-}
-
-// Value returns an app-level value stored with [WithValue], or nil.
-func (a *App) Value(key any) any { return a.values[key] }
-
 // OnStart registers work run by [App.Start] in order, such as schema migrations.
 func OnStart(fn func(ctx context.Context, app *App) error) Option {
 	return optionFunc(func(a *App) error { a.startHooks = append(a.startHooks, fn); return nil })
@@ -414,27 +395,6 @@ func Bind[In, Out any](f *Flow[In, Out], h func(fx *Fx, in In) (Out, error), opt
 		}
 		return a.addBinding(b)
 	})
-}
-
-// BindValue stores a value on a binding that middleware and extensions can read back with
-// [FlowValue]; the ai package uses it to mark approval predicates on tool flows.
-func BindValue(key, value any) BindOption {
-	return func(b *binding) error {
-		if b.values == nil {
-			b.values = map[any]any{}
-		}
-		b.values[key] = value
-		return nil
-	}
-}
-
-// FlowValue returns a value stored with [BindValue] on the bound flow id.
-func (a *App) FlowValue(id string, key any) any {
-	b, ok := a.bindings[id]
-	if !ok {
-		return nil
-	}
-	return b.values[key]
 }
 
 func (a *App) addBinding(b *binding) error {

@@ -142,7 +142,9 @@ func (a *App) writeParked(w http.ResponseWriter, r *http.Request, fx *Fx) {
 }
 
 func (a *App) newFx(ctx context.Context, def *FlowDef, r *http.Request) *Fx {
-	return &Fx{ctx: ctx, app: a, flow: def, req: r, logger: a.logger}
+	fx := &Fx{ctx: ctx, app: a, flow: def, req: r, logger: a.logger}
+	fx.st = &fx.own
+	return fx
 }
 
 // readInput assembles the raw JSON input of a call: the body (RPC and REST bodies), the

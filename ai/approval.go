@@ -12,7 +12,8 @@ import (
 	"github.com/bbc28f59/engine/journal"
 )
 
-type approvalKey struct{}
+// approvalKey marks a tool flow that needs approval.
+var approvalKey = engine.NewKey[approvalSpec]("ai.Approval")
 
 // approvalSpec is what [Approval] stores on a tool flow's binding.
 type approvalSpec struct {
@@ -25,7 +26,7 @@ type approvalSpec struct {
 //
 //	engine.Bind(Transfer, transfer, ai.Approval(func(in TransferIn) bool { return in.Amount > 100 }))
 func Approval[In any](pred func(in In) bool) engine.BindOption {
-	return engine.BindValue(approvalKey{}, approvalSpec{needs: func(args json.RawMessage) (bool, error) {
+	return approvalKey.BindOption(approvalSpec{needs: func(args json.RawMessage) (bool, error) {
 		var in In
 		if err := json.Unmarshal(args, &in); err != nil {
 			return false, err
@@ -59,7 +60,7 @@ func (s *loopState) approvals(stepName string, calls []ToolCall) (map[string]*jo
 	var pending []agui.Interrupt
 	for _, c := range calls {
 		tool := r.flowOf(c.Name)
-		spec, _ := app.FlowValue(tool, approvalKey{}).(approvalSpec)
+		spec, _ := approvalKey.Flow(app, tool)
 		if spec.needs == nil {
 			continue
 		}

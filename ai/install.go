@@ -26,10 +26,10 @@ type Options struct {
 	PublicApprovals bool
 }
 
-type configKey struct{}
+var configKey = engine.NewKey[Options]("ai.Install")
 
 func configOf(app *engine.App) Options {
-	if o, ok := app.Value(configKey{}).(Options); ok {
+	if o, ok := configKey.App(app); ok {
 		return o
 	}
 	return Options{}.withDefaults()
@@ -94,7 +94,7 @@ func Install(opts Options) engine.Option {
 	}
 	opts = opts.withDefaults()
 	return engine.Options(
-		engine.WithValue(configKey{}, opts),
+		configKey.Option(opts),
 		engine.Bind(ApproveFlow, func(fx *engine.Fx, in ApproveIn) (Decided, error) {
 			if len(in.Args) > 0 && (in.Args[0] != '{') {
 				return Decided{}, engine.Invalid(engine.ValidationIssue{Path: "args", Message: "expected object"})
@@ -126,7 +126,7 @@ func Install(opts Options) engine.Option {
 // run's stream) approve the call.
 func warnPublicApprovals(app *engine.App) {
 	for _, def := range app.Flows() {
-		if _, ok := app.FlowValue(def.ID(), approvalKey{}).(approvalSpec); !ok || !def.Public() || app.HasGates(def.ID()) {
+		if _, ok := approvalKey.Flow(app, def.ID()); !ok || !def.Public() || app.HasGates(def.ID()) {
 			continue
 		}
 		app.Logger().Warn("ai: tool "+def.ID()+" needs approval but is public with no gate: anyone who holds one of its interrupt ids can approve it. Gate the tool (for example gate.Scopes) or, for a demo without sign-in, set ai.Options.PublicApprovals",
