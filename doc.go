@@ -27,5 +27,8 @@
 // is logged through the app's *slog.Logger and answered as InternalError without detail.
 //
 // The typed client lives in package clientx. Gates live in package gate, store resources
-// in package store, the durable journal in package journal, and AI agents in package ai.
+// in package store, durable flows in package durable (on the journal of package
+// journal), and AI agents in package ai. This package imports none of them, so a client
+// binary that imports it for the flow declarations links no server machinery beyond
+// its own.
 package engine

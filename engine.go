@@ -9,8 +9,6 @@ import (
 	"reflect"
 	"sync"
 	"time"
-
-	"github.com/bbc28f59/engine/journal"
 )
 
 // App is an application server built from units of flows. Build it with [New]; serve it
@@ -28,14 +26,13 @@ type App struct {
 	router      *router
 	startHooks  []func(context.Context, *App) error
 	closeHooks  []func(context.Context, *App) error
-	durableRun  DurableRunner
+	durableWrap func(def *FlowDef, next HandlerFunc) HandlerFunc // set by package durable
 	descriptor  []byte
 	descOnce    sync.Once
 	lifecycleMu sync.Mutex
 	started     bool
 	extraRoutes []extraRoute
 	values      map[any]any
-	journal     *journal.Journal
 	validators  []func(*App) error
 }
 
@@ -272,23 +269,6 @@ func (a *App) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// DurableRunner runs durable flows under a journal. The journal integration sets it with
-// [WithDurableRunner]; without one, durable flows run as ordinary flows.
-type DurableRunner interface {
-	Wrap(def *FlowDef, next HandlerFunc) HandlerFunc
-}
-
-// WithDurableRunner sets the runner of durable flows.
-func WithDurableRunner(r DurableRunner) Option {
-	return optionFunc(func(a *App) error {
-		if r == nil {
-			return errors.New("engine: WithDurableRunner: nil runner")
-		}
-		a.durableRun = r
-		return nil
-	})
-}
-
 // HandlerFunc is the untyped form of a bound flow: the typed handler is wrapped once into
 // it, so gates, the journal and the HTTP layer share one shape without generics. in is a
 // value of the flow's input type.
@@ -412,8 +392,8 @@ func (a *App) addBinding(b *binding) error {
 // middleware, then the durable runner.
 func (a *App) chain(b *binding) HandlerFunc {
 	h := b.handle
-	if b.def.durable && a.durableRun != nil {
-		h = a.durableRun.Wrap(b.def, h)
+	if b.def.durable && a.durableWrap != nil {
+		h = a.durableWrap(b.def, h)
 	}
 	for i := len(b.mw) - 1; i >= 0; i-- {
 		h = b.mw[i](h)
@@ -428,12 +408,4 @@ func (a *App) chain(b *binding) HandlerFunc {
 		}
 	}
 	return h
-}
-
-// HasGates reports whether the bound flow id has middleware (gates) beyond the
-// authentication every non-public flow needs, so callers can skip preparing an input for
-// [App.CheckGates] when nothing would read it.
-func (a *App) HasGates(id string) bool {
-	b, ok := a.bindings[id]
-	return ok && len(b.mw) > 0
 }

@@ -142,11 +142,3 @@ func (fx *Fx) metaJSON() (json.RawMessage, error) {
 	}
 	return json.Marshal(st.meta)
 }
-
-// NewFx returns a call context for a plain route mounted beside the flows (for example the
-// agent follow route), so it can use the app's services and write envelopes.
-func (a *App) NewFx(r *http.Request, p *Principal) *Fx {
-	fx := a.newFx(r.Context(), &FlowDef{unit: "_route", name: "route"}, r)
-	fx.principal = p
-	return fx
-}

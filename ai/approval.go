@@ -9,6 +9,8 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/durable"
+	"github.com/bbc28f59/engine/internal/ext"
 	"github.com/bbc28f59/engine/journal"
 )
 
@@ -76,8 +78,8 @@ func (s *loopState) approvals(stepName string, calls []ToolCall) (map[string]*jo
 			return nil, &stopError{msg: fmt.Sprintf("ai: flow named %s must set durable: true to run agent named %s", r.fx.Flow().ID(), r.agent.name)}
 		}
 		wait := approvalWait(app)
-		clock := app.Journal().Now
-		deadline, err := engine.Step(r.fx.WithContext(s.ctx), "approval-deadline:"+c.ID, func(context.Context) (time.Time, error) {
+		clock := durable.JournalOf(app).Now
+		deadline, err := durable.Step(r.fx.WithContext(s.ctx), "approval-deadline:"+c.ID, func(context.Context) (time.Time, error) {
 			return clock().Add(wait).UTC().Truncate(time.Millisecond), nil
 		})
 		if err != nil {
@@ -127,7 +129,7 @@ func Deny(fx *engine.Fx, id, reason string) error {
 // run wakes at once on the instance that claims it.
 func decide(ctx context.Context, app *engine.App, p *engine.Principal, id string, kind journal.DecisionKind, dp decisionPayload) error {
 	unknown := engine.NotFound("no approval is waiting under this id")
-	j := app.Journal()
+	j := durable.JournalOf(app)
 	if j == nil || id == "" {
 		return unknown
 	}
@@ -170,9 +172,9 @@ func decide(ctx context.Context, app *engine.App, p *engine.Principal, id string
 		timeout, _ := json.Marshal(decisionPayload{Reason: "timeout"})
 		err := j.Decide(ctx, runID, callID, journal.Decision{Kind: journal.DecisionTimeout, Payload: timeout})
 		if err != nil && !errors.Is(err, journal.ErrConflict) {
-			return engine.JournalError(err)
+			return durable.MapError(err)
 		}
-		return engine.JournalError(journal.ErrConflict)
+		return durable.MapError(journal.ErrConflict)
 	}
 	var pp parkPayload
 	if err := json.Unmarshal(park.Payload, &pp); err != nil {
@@ -182,9 +184,9 @@ func decide(ctx context.Context, app *engine.App, p *engine.Principal, id string
 	if len(dp.Args) > 0 {
 		input = dp.Args
 	}
-	if err := app.CheckGates(ctx, pp.Tool, p, input); err != nil {
+	if err := ext.CheckGates(app, ctx, pp.Tool, p, input); err != nil {
 		return err
 	}
 	payload, _ := json.Marshal(dp)
-	return engine.JournalError(j.Decide(ctx, runID, callID, journal.Decision{Kind: kind, Payload: payload}))
+	return durable.MapError(j.Decide(ctx, runID, callID, journal.Decision{Kind: kind, Payload: payload}))
 }

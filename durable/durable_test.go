@@ -1,4 +1,4 @@
-package engine_test
+package durable_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/memory"
 )
@@ -57,13 +58,13 @@ func newDurable(t *testing.T) *durableSetup {
 	d.j = j
 	place := func(fx *engine.Fx, in PlaceIn) (PlaceOut, error) {
 		n := d.runs.Add(1)
-		charged, err := engine.Step(fx, d.stepFor(n), func(context.Context) (int64, error) {
+		charged, err := durable.Step(fx, d.stepFor(n), func(context.Context) (int64, error) {
 			return d.charges.Add(1), nil
 		})
 		if err != nil {
 			return PlaceOut{}, err
 		}
-		dec, err := engine.Park(fx, "confirm", time.Time{}, map[string]string{"item": in.Item})
+		dec, err := durable.Park(fx, "confirm", time.Time{}, map[string]string{"item": in.Item})
 		if err != nil {
 			return PlaceOut{}, err
 		}
@@ -74,7 +75,7 @@ func newDurable(t *testing.T) *durableSetup {
 	}
 	app, err := engine.New(
 		engine.WithLogger(slog.New(slog.NewTextHandler(syncWriter{d}, nil))),
-		engine.WithJournal(j),
+		durable.With(j),
 		engine.Bind(placeFlow, place),
 		engine.Bind(quickFlow, place),
 	)
@@ -167,8 +168,8 @@ func TestDurableFlowParksThenResumesWithoutRepeatingSteps(t *testing.T) {
 	if !errors.Is(err, journal.ErrConflict) {
 		t.Fatalf("a second decision must be a conflict, got %v", err)
 	}
-	if e := engine.AsError(engine.JournalError(err)); e == nil || e.Code != engine.CodeConflict || e.HTTPStatus() != http.StatusConflict {
-		t.Fatalf("JournalError maps a conflict to Conflict 409, got %v", e)
+	if e := engine.AsError(durable.MapError(err)); e == nil || e.Code != engine.CodeConflict || e.HTTPStatus() != http.StatusConflict {
+		t.Fatalf("MapError maps a conflict to Conflict 409, got %v", e)
 	}
 }
 

@@ -1,4 +1,4 @@
-package engine_test
+package durable_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/memory"
 )
@@ -19,6 +20,8 @@ type RefundOut struct {
 	Refunded int `json:"refunded"`
 }
 
+var shop = engine.NewUnit("shop")
+
 var Refund = engine.Define[RefundIn, RefundOut](shop, "refund", engine.Public(), engine.Durable())
 
 // paymentProvider stands for a payment API that takes an idempotency key, as most do: a
@@ -31,19 +34,20 @@ func (p *paymentProvider) refund(key string, amount int) {
 	}
 }
 
-// ExampleFx_IdempotencyKey makes an external effect exactly once. A durable handler
-// runs again when its instance dies after the handler started and before its result
-// was recorded; every execution of the call sees the same key, on any instance, so the
-// provider refunds once. Inside a Step, engine.IdempotencyKey(ctx) is the step's key.
-func ExampleFx_IdempotencyKey() {
+// Example makes an external effect exactly once with the call's idempotency key
+// ([engine.Fx.IdempotencyKey]). A durable handler runs again when its instance dies
+// after the handler started and before its result was recorded; every execution of the
+// call sees the same key, on any instance, so the provider refunds once. Inside a
+// [durable.Step], engine.IdempotencyKey(ctx) is the step's own key.
+func Example() {
 	j, _ := journal.New(memory.New(), journal.Options{})
 	provider := &paymentProvider{done: map[string]int{}}
 	app, _ := engine.New(
-		engine.WithJournal(j),
+		durable.With(j),
 		engine.Bind(Refund, func(fx *engine.Fx, in RefundIn) (RefundOut, error) {
 			provider.refund(fx.IdempotencyKey(), in.Amount)
 			// A step runs once across executions; its key is its own.
-			_, err := engine.Step(fx, "notify", func(ctx context.Context) (string, error) {
+			_, err := durable.Step(fx, "notify", func(ctx context.Context) (string, error) {
 				return engine.IdempotencyKey(ctx), nil // e.g. the key of a mail to send once
 			})
 			return RefundOut{Refunded: in.Amount}, err
