@@ -2,13 +2,16 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/bbc28f59/engine/internal/callkey"
-	"github.com/bbc28f59/engine/internal/sortid"
 )
 
 // Fx is the per-call context handed to every handler: the request's context and
@@ -73,7 +76,7 @@ func (fx *Fx) IdempotencyKey() string {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.key == "" {
-		st.key = "call_" + sortid.New()
+		st.key = newCallKey()
 	}
 	return st.key
 }
@@ -141,4 +144,16 @@ func (fx *Fx) metaJSON() (json.RawMessage, error) {
 		return nil, nil
 	}
 	return json.Marshal(st.meta)
+}
+
+// newCallKey returns the key of a call outside any durable run: "call_" and 32 hex
+// digits laid out as run ids are (48 bits of Unix milliseconds, then 80 random bits), so
+// keys stored as a primary key, as the idempotency key of an effect is, insert at the
+// right edge of its index. It is made here, not by internal/sortid, so that this package,
+// which every client links, imports nothing the journal does.
+func newCallKey() string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16)
+	_, _ = rand.Read(b[6:])
+	return "call_" + hex.EncodeToString(b[:])
 }

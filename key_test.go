@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -73,5 +74,38 @@ func TestMetaSetThroughACopyOfFxReachesTheReply(t *testing.T) {
 	res := env.rpcClient(t).Call(ctxT(t), flow.ID(), nil)
 	if res.Error != nil || !strings.Contains(string(res.Meta.Raw), `"from":"copy"`) {
 		t.Fatalf("meta %s, error %v", res.Meta.Raw, res.Error)
+	}
+}
+
+func TestACallOutsideDurableRunsHasAFreshKeyOfItsOwn(t *testing.T) {
+	t.Parallel()
+	flow := engine.Define[struct{}, [2]string](engine.NewUnit("fresh"), "key", engine.Public())
+	app, err := engine.New(engine.Bind(flow, func(fx *engine.Fx, _ struct{}) ([2]string, error) {
+		// Asked through a copy first: the copy and the call share one key.
+		return [2]string{fx.WithContext(fx.Context()).IdempotencyKey(), fx.IdempotencyKey()}, nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for range 2 {
+		raw, err := app.Invoke(t.Context(), flow.ID(), nil, json.RawMessage(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got [2]string
+		if err := json.Unmarshal(raw, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got[0] != got[1] || !regexp.MustCompile(`^call_[0-9a-f]{32}$`).MatchString(got[0]) {
+			t.Fatalf("keys %q: want one call_ key of 32 hex digits per call", got)
+		}
+		keys = append(keys, got[0])
+	}
+	if keys[0] == keys[1] {
+		t.Fatalf("two calls share the key %s", keys[0])
+	}
+	if engine.IdempotencyKey(t.Context()) != "" {
+		t.Fatal("a context outside any call has a key")
 	}
 }
