@@ -332,12 +332,8 @@ func newWorld(t *testing.T, s setup) *world {
 				return "", err
 			}
 			// Wait for a decision, so a test can resume the run and watch the replay.
-			d, err := durable.Park(fx, "continue", time.Time{}, map[string]string{"text": text})
-			if err != nil {
-				return "", err
-			}
-			if d == nil {
-				return "", engine.ErrParked
+			if _, err := durable.Park(fx, "continue", time.Time{}, map[string]string{"text": text}); err != nil {
+				return "", err // engine.ErrParked until decided
 			}
 			return text, nil
 		}),

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/bbc28f59/engine"
@@ -19,6 +20,30 @@ var journalKey = engine.NewKey[*journal.Journal]("durable journal")
 // execution is what a call of a durable flow keeps while this instance holds its run.
 type execution struct {
 	run *journal.Run
+
+	mu      sync.Mutex
+	pending map[string]bool // keys [Park] reported pending in this execution
+}
+
+// setPending records whether the park under key is pending.
+func (e *execution) setPending(key string, pending bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !pending {
+		delete(e.pending, key)
+		return
+	}
+	if e.pending == nil {
+		e.pending = map[string]bool{}
+	}
+	e.pending[key] = true
+}
+
+// parked reports whether a park this execution was told is pending is still undecided.
+func (e *execution) parked() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.pending) > 0
 }
 
 // execKey holds the execution of a durable call.
@@ -92,19 +117,40 @@ func Step[T any](fx *engine.Fx, name string, fn func(ctx context.Context) (T, er
 }
 
 // Park records that the durable run waits for a decision under key until deadline (zero
-// means the journal's default, 24 h) and returns the stored decision, or nil while it is
-// pending; a handler that gets nil returns [engine.ErrParked]. A flow that is not durable
-// cannot park: the error names it.
+// means the journal's default, 24 h), with payload (JSON-encoded) saying what is to be
+// decided. It returns the stored decision once there is one. While the decision is
+// pending it returns an error wrapping [engine.ErrParked], which the handler returns as
+// it returns any error: the run is suspended, the caller answered 202 with the run's id,
+// and the run's next execution, once the decision is stored, gets it from Park.
+//
+//	d, err := durable.Park(fx, "confirm", time.Time{}, order)
+//	if err != nil {
+//		return Receipt{}, err // parked, or the journal failed
+//	}
+//	if d.Kind == journal.DecisionDeny { … }
+//
+// A pending park cannot be ignored: a handler that drops the error and returns without
+// one still parks its run (the app logs a warning), so a run never completes while a
+// decision it asked for is pending. A flow that is not durable cannot park: the error
+// names it.
 func Park(fx *engine.Fx, key string, deadline time.Time, payload any) (*journal.Decision, error) {
-	run := RunOf(fx)
-	if run == nil {
+	e, ok := execKey.Call(fx)
+	if !ok {
 		return nil, fmt.Errorf("durable: flow %s cannot park: it is not durable (declare it with engine.Durable())", fx.Flow().ID())
 	}
 	raw, err := json.Marshal(payload)
 	if err != nil {
 		return nil, err
 	}
-	return run.Park(fx.Context(), key, deadline, raw)
+	d, err := e.run.Park(fx.Context(), key, deadline, raw)
+	if err != nil {
+		return nil, err
+	}
+	e.setPending(key, d == nil)
+	if d == nil {
+		return nil, fmt.Errorf("%w under %q", engine.ErrParked, key)
+	}
+	return d, nil
 }
 
 // MapError maps the journal's sentinel errors to the envelope's codes, for a flow or

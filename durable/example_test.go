@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
+	"time"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/clientx"
 	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/memory"
@@ -63,4 +66,48 @@ func Example() {
 	// Output:
 	// {"refunded":30} 1
 	// shop.refund completed
+}
+
+type ShipIn struct {
+	Order string `json:"order"`
+}
+
+var Ship = engine.Define[ShipIn, string](shop, "ship", engine.Public(), engine.Durable())
+
+// ExamplePark waits for a human's decision. While it is pending, Park's error (which
+// wraps engine.ErrParked) is the handler's: the run parks and the caller gets 202 with
+// meta {parked, runId}. The decision resumes the run, on whichever instance claims it,
+// and Park returns it there.
+func ExamplePark() {
+	j, _ := journal.New(memory.New(), journal.Options{})
+	app, _ := engine.New(
+		durable.With(j),
+		engine.Bind(Ship, func(fx *engine.Fx, in ShipIn) (string, error) {
+			d, err := durable.Park(fx, "confirm", time.Time{}, in)
+			if err != nil {
+				return "", err // parked until decided (or the journal failed)
+			}
+			return "shipped: " + string(d.Kind), nil
+		}),
+	)
+	ctx := context.Background()
+	_ = app.Start(ctx)
+	srv := httptest.NewServer(app.Handler())
+	defer srv.Close()
+	c, _ := clientx.New(srv.URL)
+	res := clientx.Call(ctx, c, Ship, ShipIn{Order: "o-1"})
+	var meta struct {
+		Parked bool   `json:"parked"`
+		RunID  string `json:"runId"`
+	}
+	_ = json.Unmarshal(res.Meta.Raw, &meta)
+	fmt.Println(res.Status, meta.Parked)
+
+	_ = j.Decide(ctx, meta.RunID, "confirm", journal.Decision{Kind: journal.DecisionApprove})
+	_ = app.Close(ctx) // waits for the resumed run
+	run, _ := j.GetRun(ctx, meta.RunID)
+	fmt.Println(run.Status, string(run.Output))
+	// Output:
+	// 202 true
+	// completed "shipped: approve"
 }

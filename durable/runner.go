@@ -54,17 +54,21 @@ func (r *runner) wrap(def *engine.FlowDef, next engine.HandlerFunc) engine.Handl
 // execute runs the handler under run, which this instance holds, and records how the
 // execution ended.
 func (r *runner) execute(fx *engine.Fx, run *journal.Run, next engine.HandlerFunc, in any) (any, error) {
-	execKey.Set(fx, &execution{run: run})
+	e, ok := execKey.Call(fx)
+	if !ok || e.run != run {
+		e = &execution{run: run}
+		execKey.Set(fx, e)
+	}
 	ext.SetContext(fx, run.CallContext(fx.Context()))
 	out, err := next(fx, in)
 	if err == nil {
 		if resp, ok := out.(engine.Responder); ok {
 			// The work goes on while the response is written (an agent stream): the
 			// run ends when the responder does.
-			return durableResponder{inner: resp, run: run, r: r}, nil
+			return durableResponder{inner: resp, exec: e, r: r}, nil
 		}
 	}
-	err = r.endRun(fx, run, out, err)
+	err = r.endRun(fx, e, out, err)
 	if errors.Is(err, engine.ErrParked) {
 		fx.SetMeta("runId", run.ID) // the parked reply names the run, to find it again
 	}
@@ -180,7 +184,7 @@ type encodedOutput json.RawMessage
 
 type durableResponder struct {
 	inner engine.Responder
-	run   *journal.Run
+	exec  *execution
 	r     *runner
 }
 
@@ -194,15 +198,22 @@ func (d durableResponder) Respond(fx *engine.Fx, w http.ResponseWriter, req *htt
 			out = encodedOutput(raw)
 		}
 	}
-	if endErr := d.r.endRun(fx, d.run, out, err); endErr != nil && !errors.Is(endErr, engine.ErrParked) {
-		d.r.app.Logger().Debug("durable: durable run ended with an error", "flow", fx.Flow().ID(), "run", d.run.ID, "err", endErr)
+	if endErr := d.r.endRun(fx, d.exec, out, err); endErr != nil && !errors.Is(endErr, engine.ErrParked) {
+		d.r.app.Logger().Debug("durable: durable run ended with an error", "flow", fx.Flow().ID(), "run", d.exec.run.ID, "err", endErr)
 	}
 }
 
 // endRun records how an execution of a durable run ended: parked, completed or failed.
-func (r *runner) endRun(fx *engine.Fx, run *journal.Run, out any, err error) error {
+// An execution that returns without an error while a [Park] it was told is pending is
+// still undecided parks: a pending decision never completes a run.
+func (r *runner) endRun(fx *engine.Fx, e *execution, out any, err error) error {
 	ctx := context.WithoutCancel(fx.Context())
 	logger := r.app.Logger()
+	run := e.run
+	if err == nil && e.parked() {
+		logger.WarnContext(ctx, "durable: the handler returned no error while a park it made is pending, so its run parks: return the error of durable.Park", "flow", fx.Flow().ID(), "run", run.ID)
+		err = fmt.Errorf("%w: the handler returned without the error of durable.Park", engine.ErrParked)
+	}
 	switch {
 	case errors.Is(err, engine.ErrParked):
 		if sErr := run.Suspend(ctx); sErr != nil {
