@@ -156,7 +156,8 @@ func (r *AgentRun) Respond(fx *engine.Fx, w http.ResponseWriter, req *http.Reque
 	_ = sse.Close()
 }
 
-// Outcome reports how the run ended, for the journal: parked, failed or its result.
+// Outcome reports how the run ended, for package durable ([durable.Outcome]): parked,
+// failed or its result.
 func (r *AgentRun) Outcome() (any, error) {
 	switch {
 	case r.parked:
