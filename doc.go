@@ -26,6 +26,19 @@
 // ([NotFound], [Conflict], gate denials) is answered as such; any other error or a panic
 // is logged through the app's *slog.Logger and answered as InternalError without detail.
 //
+// Extensions (gate, store, vault, ai and durable are written this way) build on a few
+// hooks: [Option] values grouped with [Options], or refused with [InvalidOption]; bind
+// options ([Use] with [Middleware], [Tag], [BindOptions], [InvalidBindOption]); a typed
+// [Key] for their own values on the app, a flow's binding or a call; [OnStart] and
+// [OnClose] for background work; [Validate] for checks of the whole app; [Mount] for
+// plain routes beside the flows; and [Responder] with [WriteData] and [WriteError] for
+// outputs that write their own response. Within this module, durable and ai also reach
+// a few internals (the seam durable flows run through, a flow's gates checked for
+// another caller) that no other package can.
+//
 // The typed client lives in package clientx. Gates live in package gate, store resources
-// in package store, the durable journal in package journal, and AI agents in package ai.
+// in package store, durable flows in package durable (on the journal of package
+// journal), and AI agents in package ai. This package imports none of them, so a client
+// binary that imports it for the flow declarations links no server machinery beyond
+// its own.
 package engine

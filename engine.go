@@ -9,8 +9,6 @@ import (
 	"reflect"
 	"sync"
 	"time"
-
-	"github.com/bbc28f59/engine/journal"
 )
 
 // App is an application server built from units of flows. Build it with [New]; serve it
@@ -28,14 +26,13 @@ type App struct {
 	router      *router
 	startHooks  []func(context.Context, *App) error
 	closeHooks  []func(context.Context, *App) error
-	durableRun  DurableRunner
+	durableWrap func(def *FlowDef, next HandlerFunc) HandlerFunc // set by package durable
 	descriptor  []byte
 	descOnce    sync.Once
 	lifecycleMu sync.Mutex
 	started     bool
 	extraRoutes []extraRoute
 	values      map[any]any
-	journal     *journal.Journal
 	validators  []func(*App) error
 }
 
@@ -116,25 +113,6 @@ func WithAuthenticator(auth Authenticator) Option {
 		return nil
 	})
 }
-
-// WithValue stores an app-level value for extension packages (a vault, an AI
-// registry), read back with [App.Value]. Keys should be unexported types of the storing
-// package, as with context values.
-func WithValue(key, value any) Option {
-	return optionFunc(func(a *App) error {
-		if a.values == nil {
-			a.values = map[any]any{}
-		}
-		if _, dup := a.values[key]; dup {
-			return fmt.Errorf("engine: WithValue: %T is already set", key)
-		}
-		a.values[key] = value
-		return nil
-	})
-}
-
-// Value returns an app-level value stored with [WithValue], or nil.
-func (a *App) Value(key any) any { return a.values[key] }
 
 // OnStart registers work run by [App.Start] in order, such as schema migrations.
 func OnStart(fn func(ctx context.Context, app *App) error) Option {
@@ -291,23 +269,6 @@ func (a *App) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// DurableRunner runs durable flows under a journal. The journal integration sets it with
-// [WithDurableRunner]; without one, durable flows run as ordinary flows.
-type DurableRunner interface {
-	Wrap(def *FlowDef, next HandlerFunc) HandlerFunc
-}
-
-// WithDurableRunner sets the runner of durable flows.
-func WithDurableRunner(r DurableRunner) Option {
-	return optionFunc(func(a *App) error {
-		if r == nil {
-			return errors.New("engine: WithDurableRunner: nil runner")
-		}
-		a.durableRun = r
-		return nil
-	})
-}
-
 // HandlerFunc is the untyped form of a bound flow: the typed handler is wrapped once into
 // it, so gates, the journal and the HTTP layer share one shape without generics. in is a
 // value of the flow's input type.
@@ -416,27 +377,6 @@ func Bind[In, Out any](f *Flow[In, Out], h func(fx *Fx, in In) (Out, error), opt
 	})
 }
 
-// BindValue stores a value on a binding that middleware and extensions can read back with
-// [FlowValue]; the ai package uses it to mark approval predicates on tool flows.
-func BindValue(key, value any) BindOption {
-	return func(b *binding) error {
-		if b.values == nil {
-			b.values = map[any]any{}
-		}
-		b.values[key] = value
-		return nil
-	}
-}
-
-// FlowValue returns a value stored with [BindValue] on the bound flow id.
-func (a *App) FlowValue(id string, key any) any {
-	b, ok := a.bindings[id]
-	if !ok {
-		return nil
-	}
-	return b.values[key]
-}
-
 func (a *App) addBinding(b *binding) error {
 	id := b.def.ID()
 	if _, dup := a.bindings[id]; dup {
@@ -452,8 +392,8 @@ func (a *App) addBinding(b *binding) error {
 // middleware, then the durable runner.
 func (a *App) chain(b *binding) HandlerFunc {
 	h := b.handle
-	if b.def.durable && a.durableRun != nil {
-		h = a.durableRun.Wrap(b.def, h)
+	if b.def.durable && a.durableWrap != nil {
+		h = a.durableWrap(b.def, h)
 	}
 	for i := len(b.mw) - 1; i >= 0; i-- {
 		h = b.mw[i](h)
@@ -468,12 +408,4 @@ func (a *App) chain(b *binding) HandlerFunc {
 		}
 	}
 	return h
-}
-
-// HasGates reports whether the bound flow id has middleware (gates) beyond the
-// authentication every non-public flow needs, so callers can skip preparing an input for
-// [App.CheckGates] when nothing would read it.
-func (a *App) HasGates(id string) bool {
-	b, ok := a.bindings[id]
-	return ok && len(b.mw) > 0
 }

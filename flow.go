@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -220,11 +221,19 @@ func Public() FlowOption {
 	return func(f *FlowDef) error { f.public = true; return nil }
 }
 
-// Durable marks a flow that runs under the journal (see the journal package): its steps
-// are recorded and replayed, and it may park awaiting a decision.
+// Durable marks a flow that runs under a journal when the app has one (package durable):
+// its run is recorded before its handler starts, its steps are recorded and replayed,
+// and it may park awaiting a decision. In an app without a journal it runs as an
+// ordinary flow.
 func Durable() FlowOption {
 	return func(f *FlowDef) error { f.durable = true; return nil }
 }
+
+// ErrParked is the error (possibly wrapped) with which the handler of a durable flow
+// says that its run parked awaiting a decision: the run is suspended, its lease
+// released, and it resumes when every open park is decided or times out. The caller
+// gets 202 Accepted with meta {parked: true, runId}.
+var ErrParked = errors.New("engine: run parked awaiting a decision")
 
 // Describe sets a description, published in the descriptor and used as a tool description
 // for agents.

@@ -2,13 +2,16 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/bbc28f59/engine/internal/callkey"
-	"github.com/bbc28f59/engine/internal/sortid"
 )
 
 // Fx is the per-call context handed to every handler: the request's context and
@@ -22,21 +25,36 @@ type Fx struct {
 	logger    *slog.Logger
 	principal *Principal
 
+	st  *callState // &own, or the state of the Fx this one is a copy of
+	own callState
+}
+
+// callState is what every copy of a call's Fx shares: one lock over one set of maps, so
+// a meta member, a [Key] value or the idempotency key set through any copy is the call's.
+type callState struct {
 	mu   sync.Mutex
 	meta map[string]any
-	ext  map[any]any
+	vals map[any]any
 	key  string // the idempotency key of a call outside any durable run, made when asked
+}
+
+// state returns the call's shared state.
+func (fx *Fx) state() *callState {
+	if fx.st == nil {
+		return &fx.own // an Fx the app did not make
+	}
+	return fx.st
 }
 
 // Context returns the call's context: cancelled when the client goes away or the call
 // ends.
 func (fx *Fx) Context() context.Context { return fx.ctx }
 
-// WithContext returns a shallow copy of fx using ctx, for handlers that derive deadlines.
+// WithContext returns a copy of fx using ctx, for handlers that derive deadlines. The
+// copy belongs to the same call: meta, [Key] values and the idempotency key set through
+// either are the call's.
 func (fx *Fx) WithContext(ctx context.Context) *Fx {
-	fx.mu.Lock()
-	defer fx.mu.Unlock()
-	return &Fx{ctx: ctx, app: fx.app, flow: fx.flow, req: fx.req, logger: fx.logger, principal: fx.principal, meta: fx.meta, ext: fx.ext, key: fx.key}
+	return &Fx{ctx: ctx, app: fx.app, flow: fx.flow, req: fx.req, logger: fx.logger, principal: fx.principal, st: fx.state()}
 }
 
 // IdempotencyKey returns a key that is the same for every execution of this call and
@@ -54,12 +72,13 @@ func (fx *Fx) IdempotencyKey() string {
 	if k := IdempotencyKey(fx.ctx); k != "" {
 		return k
 	}
-	fx.mu.Lock()
-	defer fx.mu.Unlock()
-	if fx.key == "" {
-		fx.key = "call_" + sortid.New()
+	st := fx.state()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.key == "" {
+		st.key = newCallKey()
 	}
-	return fx.key
+	return st.key
 }
 
 // IdempotencyKey returns the key of the durable step or call ctx belongs to: inside the
@@ -108,46 +127,33 @@ func (fx *Fx) Tenant() string {
 
 // SetMeta sets a member of the reply's top-level meta object (for example nextCursor).
 func (fx *Fx) SetMeta(key string, value any) {
-	fx.mu.Lock()
-	defer fx.mu.Unlock()
-	if fx.meta == nil {
-		fx.meta = map[string]any{}
+	st := fx.state()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.meta == nil {
+		st.meta = map[string]any{}
 	}
-	fx.meta[key] = value
+	st.meta[key] = value
 }
 
 func (fx *Fx) metaJSON() (json.RawMessage, error) {
-	fx.mu.Lock()
-	defer fx.mu.Unlock()
-	if len(fx.meta) == 0 {
+	st := fx.state()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.meta) == 0 {
 		return nil, nil
 	}
-	return json.Marshal(fx.meta)
+	return json.Marshal(st.meta)
 }
 
-// Value returns a per-call value stored by an extension package with [Fx.SetValue].
-// Keys should be unexported types of the storing package, as with context values.
-func (fx *Fx) Value(key any) any {
-	fx.mu.Lock()
-	defer fx.mu.Unlock()
-	return fx.ext[key]
-}
-
-// SetValue stores a per-call value for extension packages (the journal run, the gate's
-// decisions), so the root package need not know them.
-func (fx *Fx) SetValue(key, value any) {
-	fx.mu.Lock()
-	defer fx.mu.Unlock()
-	if fx.ext == nil {
-		fx.ext = map[any]any{}
-	}
-	fx.ext[key] = value
-}
-
-// NewFx returns a call context for a plain route mounted beside the flows (for example the
-// agent follow route), so it can use the app's services and write envelopes.
-func (a *App) NewFx(r *http.Request, p *Principal) *Fx {
-	fx := a.newFx(r.Context(), &FlowDef{unit: "_route", name: "route"}, r)
-	fx.principal = p
-	return fx
+// newCallKey returns the key of a call outside any durable run: "call_" and 32 hex
+// digits laid out as run ids are (48 bits of Unix milliseconds, then 80 random bits), so
+// keys stored as a primary key, as the idempotency key of an effect is, insert at the
+// right edge of its index. It is made here, not by internal/sortid, so that this package,
+// which every client links, imports nothing the journal does.
+func newCallKey() string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16)
+	_, _ = rand.Read(b[6:])
+	return "call_" + hex.EncodeToString(b[:])
 }

@@ -126,11 +126,9 @@ func (a *App) serveFlow(w http.ResponseWriter, r *http.Request, b *binding, rest
 }
 
 // writeParked answers a durable call that parked awaiting a decision: 202 Accepted, no
-// data, and meta {parked: true, runId} so the caller can find the run again.
+// data, and meta {parked: true} beside what the durable runner set (runId, so the caller
+// can find the run again).
 func (a *App) writeParked(w http.ResponseWriter, r *http.Request, fx *Fx) {
-	if run := RunOf(fx); run != nil {
-		fx.SetMeta("runId", run.ID)
-	}
 	fx.SetMeta("parked", true)
 	meta, _ := fx.metaJSON()
 	buf := getBuf()
@@ -142,7 +140,9 @@ func (a *App) writeParked(w http.ResponseWriter, r *http.Request, fx *Fx) {
 }
 
 func (a *App) newFx(ctx context.Context, def *FlowDef, r *http.Request) *Fx {
-	return &Fx{ctx: ctx, app: a, flow: def, req: r, logger: a.logger}
+	fx := &Fx{ctx: ctx, app: a, flow: def, req: r, logger: a.logger}
+	fx.st = &fx.own
+	return fx
 }
 
 // readInput assembles the raw JSON input of a call: the body (RPC and REST bodies), the
@@ -343,52 +343,6 @@ func (a *App) invoke(ctx context.Context, b *binding, p *Principal, input json.R
 	return out, nil
 }
 
-// Authenticate runs the app's authenticator on r: (nil, nil) without credentials or
-// without an authenticator. Plain routes mounted beside the flows (an SSE route) use it.
-func (a *App) Authenticate(r *http.Request) (*Principal, error) {
-	if a.auth == nil {
-		return nil, nil
-	}
-	return a.auth.Authenticate(r)
-}
-
-// CheckGates runs a bound flow's gates for principal p and input without running its
-// handler: nil when the call would be let through, the gate's denial otherwise. A nil
-// input gives the gates the zero value of the flow's input type. The
-// approval routes use it to check a tool's gate for the caller who decides.
-func (a *App) CheckGates(ctx context.Context, id string, p *Principal, input json.RawMessage) error {
-	b, ok := a.bindings[id]
-	if !ok {
-		return NotFound("no flow %s", id)
-	}
-	var in any
-	if input == nil {
-		in = b.zero()
-	} else {
-		var err error
-		if in, err = b.decode(input); err != nil {
-			return err
-		}
-	}
-	pass := func(*Fx, any) (any, error) { return nil, nil }
-	h := HandlerFunc(pass)
-	for i := len(b.mw) - 1; i >= 0; i-- {
-		h = b.mw[i](h)
-	}
-	if !b.def.public && p == nil {
-		return Unauthorized()
-	}
-	fx := a.newFx(ctx, b.def, nil)
-	fx.principal = p
-	if _, err := h(fx, in); err != nil {
-		if e := a.publicError(ctx, b.def, err); e != nil {
-			return e
-		}
-		return err
-	}
-	return nil
-}
-
 // WriteData writes a success envelope carrying data (and the call's meta). A
 // [Responder] that sometimes answers with plain data uses it.
 func WriteData(fx *Fx, w http.ResponseWriter, r *http.Request, data any) {
@@ -408,10 +362,5 @@ func WriteError(fx *Fx, w http.ResponseWriter, r *http.Request, err error) {
 	a.writeError(w, r, def, err)
 }
 
+// appKey carries the app in the context of a route mounted with [Mount].
 type appKey struct{}
-
-// AppOf returns the app serving a route mounted with [Mount].
-func AppOf(r *http.Request) *App {
-	a, _ := r.Context().Value(appKey{}).(*App)
-	return a
-}

@@ -274,3 +274,5 @@ func dataOf(t *testing.T, e *engine.Error) map[string]any {
 
 // contains reports whether s has sub, for log and message checks.
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -9,10 +9,13 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/durable"
+	"github.com/bbc28f59/engine/internal/ext"
 	"github.com/bbc28f59/engine/journal"
 )
 
-type approvalKey struct{}
+// approvalKey marks a tool flow that needs approval.
+var approvalKey = engine.NewKey[approvalSpec]("ai.Approval")
 
 // approvalSpec is what [Approval] stores on a tool flow's binding.
 type approvalSpec struct {
@@ -25,7 +28,7 @@ type approvalSpec struct {
 //
 //	engine.Bind(Transfer, transfer, ai.Approval(func(in TransferIn) bool { return in.Amount > 100 }))
 func Approval[In any](pred func(in In) bool) engine.BindOption {
-	return engine.BindValue(approvalKey{}, approvalSpec{needs: func(args json.RawMessage) (bool, error) {
+	return approvalKey.BindOption(approvalSpec{needs: func(args json.RawMessage) (bool, error) {
 		var in In
 		if err := json.Unmarshal(args, &in); err != nil {
 			return false, err
@@ -59,7 +62,7 @@ func (s *loopState) approvals(stepName string, calls []ToolCall) (map[string]*jo
 	var pending []agui.Interrupt
 	for _, c := range calls {
 		tool := r.flowOf(c.Name)
-		spec, _ := app.FlowValue(tool, approvalKey{}).(approvalSpec)
+		spec, _ := approvalKey.Flow(app, tool)
 		if spec.needs == nil {
 			continue
 		}
@@ -75,8 +78,8 @@ func (s *loopState) approvals(stepName string, calls []ToolCall) (map[string]*jo
 			return nil, &stopError{msg: fmt.Sprintf("ai: flow named %s must set durable: true to run agent named %s", r.fx.Flow().ID(), r.agent.name)}
 		}
 		wait := approvalWait(app)
-		clock := app.Journal().Now
-		deadline, err := engine.Step(r.fx.WithContext(s.ctx), "approval-deadline:"+c.ID, func(context.Context) (time.Time, error) {
+		clock := durable.JournalOf(app).Now
+		deadline, err := durable.Step(r.fx.WithContext(s.ctx), "approval-deadline:"+c.ID, func(context.Context) (time.Time, error) {
 			return clock().Add(wait).UTC().Truncate(time.Millisecond), nil
 		})
 		if err != nil {
@@ -126,7 +129,7 @@ func Deny(fx *engine.Fx, id, reason string) error {
 // run wakes at once on the instance that claims it.
 func decide(ctx context.Context, app *engine.App, p *engine.Principal, id string, kind journal.DecisionKind, dp decisionPayload) error {
 	unknown := engine.NotFound("no approval is waiting under this id")
-	j := app.Journal()
+	j := durable.JournalOf(app)
 	if j == nil || id == "" {
 		return unknown
 	}
@@ -169,9 +172,9 @@ func decide(ctx context.Context, app *engine.App, p *engine.Principal, id string
 		timeout, _ := json.Marshal(decisionPayload{Reason: "timeout"})
 		err := j.Decide(ctx, runID, callID, journal.Decision{Kind: journal.DecisionTimeout, Payload: timeout})
 		if err != nil && !errors.Is(err, journal.ErrConflict) {
-			return engine.JournalError(err)
+			return durable.MapError(err)
 		}
-		return engine.JournalError(journal.ErrConflict)
+		return durable.MapError(journal.ErrConflict)
 	}
 	var pp parkPayload
 	if err := json.Unmarshal(park.Payload, &pp); err != nil {
@@ -181,9 +184,9 @@ func decide(ctx context.Context, app *engine.App, p *engine.Principal, id string
 	if len(dp.Args) > 0 {
 		input = dp.Args
 	}
-	if err := app.CheckGates(ctx, pp.Tool, p, input); err != nil {
+	if err := ext.CheckGates(app, ctx, pp.Tool, p, input); err != nil {
 		return err
 	}
 	payload, _ := json.Marshal(dp)
-	return engine.JournalError(j.Decide(ctx, runID, callID, journal.Decision{Kind: kind, Payload: payload}))
+	return durable.MapError(j.Decide(ctx, runID, callID, journal.Decision{Kind: kind, Payload: payload}))
 }

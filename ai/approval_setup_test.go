@@ -26,6 +26,7 @@ import (
 	"github.com/bbc28f59/engine/ai/providers/openai/openaitest"
 	"github.com/bbc28f59/engine/clientx"
 	"github.com/bbc28f59/engine/clientx/agent"
+	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/memory"
 )
@@ -151,7 +152,7 @@ func newApEnv(t *testing.T, cfg apConfig) *apEnv {
 	e.app, err = engine.New(
 		engine.WithLogger(slog.New(slog.DiscardHandler)),
 		engine.WithAuthenticator(apHeaderAuth{}),
-		engine.WithJournal(e.j),
+		durable.With(e.j),
 		ai.Install(cfg.aiOpts),
 		engine.Bind(apTransfer, func(_ *engine.Fx, in ApTransferIn) (ApTransferOut, error) {
 			e.mu.Lock()

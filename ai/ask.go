@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/httpx"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -51,7 +52,7 @@ func Ask(fx *engine.Fx, model *ModelDef, prompt string, opts AskOptions) (string
 		Text string  `json:"text"`
 		Cost float64 `json:"cost"`
 	}
-	a, err := engine.Step(fx, "ask:"+name, func(ctx context.Context) (answer, error) {
+	a, err := durable.Step(fx, "ask:"+name, func(ctx context.Context) (answer, error) {
 		reply, err := Collect(model.Provider().Stream(ctx, Request{Model: model.ModelID(), System: opts.System,
 			Messages: []Message{{Role: RoleUser, Content: prompt}}}))
 		if err != nil {

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/httpx"
+	"github.com/bbc28f59/engine/internal/ext"
 	"github.com/bbc28f59/engine/journal"
 )
 
@@ -29,9 +31,9 @@ type followHandler struct{}
 const followBatch = 500
 
 func (followHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	app := engine.AppOf(r)
-	p, authErr := app.Authenticate(r)
-	fx := app.NewFx(r, p)
+	app := ext.AppOf(r)
+	p, authErr := ext.Authenticate(app, r)
+	fx := ext.RouteFx(app, r, p)
 	if authErr != nil {
 		engine.WriteError(fx, w, r, authErr)
 		return
@@ -50,7 +52,7 @@ func (followHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg := configOf(app)
-	j := app.Journal()
+	j := durable.JournalOf(app)
 	// With stored rows in hand, the headers go out with the first frame: one write.
 	sse := httpx.NewSSEWriter(w, httpx.SSEOptions{Heartbeat: cfg.Heartbeat, HoldHeaders: len(rows) > 0})
 	defer sse.Close()
@@ -97,7 +99,7 @@ func (followHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // readFollowable reads a stream and its first rows after after, and applies the follow
 // route's access rules to it.
 func readFollowable(ctx context.Context, app *engine.App, p *engine.Principal, id string, after int64) (journal.Stream, []journal.EventRow, error) {
-	j := app.Journal()
+	j := durable.JournalOf(app)
 	if j == nil {
 		return journal.Stream{}, nil, engine.NotFound("no run %s", id)
 	}
@@ -118,7 +120,7 @@ func readFollowable(ctx context.Context, app *engine.App, p *engine.Principal, i
 			return journal.Stream{}, nil, engine.NotFound("no run %s", id)
 		}
 	}
-	if !app.HasGates(st.Flow) {
+	if !ext.HasGates(app, st.Flow) {
 		return st, rows, nil
 	}
 	var input json.RawMessage
@@ -127,7 +129,7 @@ func readFollowable(ctx context.Context, app *engine.App, p *engine.Principal, i
 			input = rec.Input
 		}
 	}
-	if err := app.CheckGates(ctx, st.Flow, p, input); err != nil {
+	if err := ext.CheckGates(app, ctx, st.Flow, p, input); err != nil {
 		if engine.IsCode(err, engine.CodeNotFound) || engine.IsCode(err, engine.CodeValidation) {
 			return journal.Stream{}, nil, engine.NotFound("no run %s", id)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/bbc28f59/engine/ai/providers/anthropic/anthropictest"
 	"github.com/bbc28f59/engine/ai/providers/openai"
 	"github.com/bbc28f59/engine/ai/providers/openai/openaitest"
+	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/memory"
 )
@@ -257,7 +258,7 @@ func newWorld(t *testing.T, s setup) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	journalOpt := engine.WithJournal(j)
+	journalOpt := durable.With(j)
 	if s.noJournal {
 		journalOpt = engine.Options()
 	} else {
@@ -318,7 +319,7 @@ func newWorld(t *testing.T, s setup) *world {
 		engine.Bind(chatPlain, chat),
 		engine.Bind(chatSync, chatWith(false)),
 		engine.Bind(promptFlow, func(fx *engine.Fx, in ChatIn) (string, error) {
-			if run := engine.RunOf(fx); run != nil {
+			if run := durable.RunOf(fx); run != nil {
 				w.mu.Lock()
 				w.runID = run.ID
 				w.mu.Unlock()
@@ -331,12 +332,8 @@ func newWorld(t *testing.T, s setup) *world {
 				return "", err
 			}
 			// Wait for a decision, so a test can resume the run and watch the replay.
-			d, err := engine.Park(fx, "continue", time.Time{}, map[string]string{"text": text})
-			if err != nil {
-				return "", err
-			}
-			if d == nil {
-				return "", engine.ErrParked
+			if _, err := durable.Park(fx, "continue", time.Time{}, map[string]string{"text": text}); err != nil {
+				return "", err // engine.ErrParked until decided
 			}
 			return text, nil
 		}),

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/internal/ext"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -26,10 +27,10 @@ type Options struct {
 	PublicApprovals bool
 }
 
-type configKey struct{}
+var configKey = engine.NewKey[Options]("ai.Install")
 
 func configOf(app *engine.App) Options {
-	if o, ok := app.Value(configKey{}).(Options); ok {
+	if o, ok := configKey.App(app); ok {
 		return o
 	}
 	return Options{}.withDefaults()
@@ -87,14 +88,14 @@ const FollowPath = "/agent/runs/:runId/events"
 
 // Install adds the agent routes: POST /agent/approvals/approve, POST
 // /agent/approvals/deny and GET /agent/runs/:runId/events. Durable agent runs and
-// following need the app to have a journal ([engine.WithJournal]).
+// following need the app to have a journal (durable.With).
 func Install(opts Options) engine.Option {
 	if opts.ApprovalWait < 0 || opts.FollowPoll < 0 || opts.Heartbeat < 0 {
 		return engine.InvalidOption(errors.New("ai: Install: durations must not be negative"))
 	}
 	opts = opts.withDefaults()
 	return engine.Options(
-		engine.WithValue(configKey{}, opts),
+		configKey.Option(opts),
 		engine.Bind(ApproveFlow, func(fx *engine.Fx, in ApproveIn) (Decided, error) {
 			if len(in.Args) > 0 && (in.Args[0] != '{') {
 				return Decided{}, engine.Invalid(engine.ValidationIssue{Path: "args", Message: "expected object"})
@@ -126,7 +127,7 @@ func Install(opts Options) engine.Option {
 // run's stream) approve the call.
 func warnPublicApprovals(app *engine.App) {
 	for _, def := range app.Flows() {
-		if _, ok := app.FlowValue(def.ID(), approvalKey{}).(approvalSpec); !ok || !def.Public() || app.HasGates(def.ID()) {
+		if _, ok := approvalKey.Flow(app, def.ID()); !ok || !def.Public() || ext.HasGates(app, def.ID()) {
 			continue
 		}
 		app.Logger().Warn("ai: tool "+def.ID()+" needs approval but is public with no gate: anyone who holds one of its interrupt ids can approve it. Gate the tool (for example gate.Scopes) or, for a demo without sign-in, set ai.Options.PublicApprovals",

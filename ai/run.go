@@ -10,6 +10,7 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/httpx"
 	"github.com/bbc28f59/engine/internal/jsonx"
 	"github.com/bbc28f59/engine/internal/sortid"
@@ -80,7 +81,7 @@ func Run(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions) (*AgentRun,
 	if opts.ThreadID == "" {
 		opts.ThreadID = thread
 	}
-	r := &AgentRun{fx: fx, agent: agent, opts: opts, messages: msgs, durable: engine.RunOf(fx), wireNames: map[string]string{}}
+	r := &AgentRun{fx: fx, agent: agent, opts: opts, messages: msgs, durable: durable.RunOf(fx), wireNames: map[string]string{}}
 	for _, name := range agent.tools {
 		def, ok := fx.App().Lookup(name)
 		if !ok {
@@ -103,7 +104,7 @@ func Run(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions) (*AgentRun,
 			r.id = r.log.StreamID()
 		}
 	} else {
-		r.id, err = engine.Step(fx, "agent-run:"+agent.name, func(context.Context) (string, error) { return newRunID(), nil })
+		r.id, err = durable.Step(fx, "agent-run:"+agent.name, func(context.Context) (string, error) { return newRunID(), nil })
 	}
 	if err != nil {
 		return nil, err
@@ -170,7 +171,8 @@ func (r *AgentRun) Respond(fx *engine.Fx, w http.ResponseWriter, req *http.Reque
 	_ = sse.Close()
 }
 
-// Outcome reports how the run ended, for the journal: parked, failed or its result.
+// Outcome reports how the run ended, for package durable ([durable.Outcome]): parked,
+// failed or its result.
 func (r *AgentRun) Outcome() (any, error) {
 	switch {
 	case r.parked:
@@ -218,7 +220,7 @@ func (r *AgentRun) execute(ctx context.Context, sse *httpx.SSEWriter) {
 	if parent != nil {
 		parent.custom(agui.CustomSubagentStarted, map[string]any{"agent": r.agent.name, "runId": r.id})
 	}
-	if j := r.fx.App().Journal(); j != nil && r.opts.Stream {
+	if j := durable.JournalOf(r.fx.App()); j != nil && r.opts.Stream {
 		w, err := r.openLog(ctx, j)
 		if err != nil {
 			r.err = err

@@ -43,14 +43,14 @@ func (v *Vault) Get(ctx context.Context, name string) (Secret, error) {
 	return s, nil
 }
 
-type appKey struct{}
+var vaultKey = engine.NewKey[*Vault]("vault")
 
 // With installs v as the app's vault; a nil vault makes [engine.New] fail.
 func With(v *Vault) engine.Option {
 	if v == nil {
 		return engine.InvalidOption(errors.New("vault: With: nil vault"))
 	}
-	return engine.WithValue(appKey{}, v)
+	return vaultKey.Option(v)
 }
 
 // FromApp returns the app's vault, or nil when none was installed.
@@ -58,7 +58,7 @@ func FromApp(a *engine.App) *Vault {
 	if a == nil {
 		return nil
 	}
-	v, _ := a.Value(appKey{}).(*Vault)
+	v, _ := vaultKey.App(a)
 	return v
 }
 

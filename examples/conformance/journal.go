@@ -7,6 +7,7 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai"
+	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/memory"
 	"github.com/bbc28f59/engine/journal/drivers/postgres"
@@ -51,5 +52,5 @@ func journalPart(ctx context.Context, e *env) (engine.Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	return engine.Options(engine.WithJournal(j), ai.Install(ai.Options{})), nil
+	return engine.Options(durable.With(j), ai.Install(ai.Options{})), nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/bbc28f59/engine/ai"
 	"github.com/bbc28f59/engine/ai/providers/openai"
 	"github.com/bbc28f59/engine/ai/providers/scripted"
+	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/examples/quickstart/contract"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/sqlite"
@@ -108,7 +109,7 @@ func newApp(dbPath string, logger *slog.Logger) (*engine.App, func(), error) {
 
 	app, err := engine.New(
 		engine.WithLogger(logger),
-		engine.WithJournal(j),
+		durable.With(j),
 		// This demo has no sign-in: its flows, the transfer tool and the approval routes
 		// are public, so anyone who can reach it, and holds an interrupt id, can approve
 		// a transfer. PublicApprovals says so on purpose; a real app gates its tools

@@ -33,6 +33,7 @@ import (
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai"
 	"github.com/bbc28f59/engine/ai/providers/scripted"
+	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/memory"
 	"github.com/bbc28f59/engine/journal/drivers/postgres"
@@ -215,7 +216,7 @@ func (e *Env) startApp(ctx context.Context, opts Options) error {
 		return err
 	}
 	e.App, err = start(
-		engine.WithJournal(e.Journal),
+		durable.With(e.Journal),
 		engine.Bind(streamPlain, run(streamer)),
 		engine.Bind(streamDur, run(streamer)),
 		engine.Bind(idlePlain, run(idler)),

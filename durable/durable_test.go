@@ -1,4 +1,4 @@
-package engine_test
+package durable_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/memory"
 )
@@ -44,7 +45,9 @@ type durableSetup struct {
 	runs    atomic.Int64
 	logs    *bytes.Buffer
 	stepFor func(n int64) string
-	mu      sync.Mutex
+	// dropParkErr makes the handler return a value instead of Park's pending error.
+	dropParkErr atomic.Bool
+	mu          sync.Mutex
 }
 
 func newDurable(t *testing.T) *durableSetup {
@@ -57,24 +60,24 @@ func newDurable(t *testing.T) *durableSetup {
 	d.j = j
 	place := func(fx *engine.Fx, in PlaceIn) (PlaceOut, error) {
 		n := d.runs.Add(1)
-		charged, err := engine.Step(fx, d.stepFor(n), func(context.Context) (int64, error) {
+		charged, err := durable.Step(fx, d.stepFor(n), func(context.Context) (int64, error) {
 			return d.charges.Add(1), nil
 		})
 		if err != nil {
 			return PlaceOut{}, err
 		}
-		dec, err := engine.Park(fx, "confirm", time.Time{}, map[string]string{"item": in.Item})
+		dec, err := durable.Park(fx, "confirm", time.Time{}, map[string]string{"item": in.Item})
+		if d.dropParkErr.Load() && errors.Is(err, engine.ErrParked) {
+			return PlaceOut{Item: in.Item, Charged: charged, Verdict: "none"}, nil // the mistake Park guards against
+		}
 		if err != nil {
 			return PlaceOut{}, err
-		}
-		if dec == nil {
-			return PlaceOut{}, engine.ErrParked
 		}
 		return PlaceOut{Item: in.Item, Charged: charged, Verdict: string(dec.Kind)}, nil
 	}
 	app, err := engine.New(
 		engine.WithLogger(slog.New(slog.NewTextHandler(syncWriter{d}, nil))),
-		engine.WithJournal(j),
+		durable.With(j),
 		engine.Bind(placeFlow, place),
 		engine.Bind(quickFlow, place),
 	)
@@ -135,13 +138,7 @@ func TestDurableFlowParksThenResumesWithoutRepeatingSteps(t *testing.T) {
 	if status != http.StatusAccepted || string(env["data"]) != "null" || string(env["error"]) != "null" {
 		t.Fatalf("a parked call answers 202 with no data and no error, got %d %v", status, env)
 	}
-	var meta struct {
-		Parked bool   `json:"parked"`
-		RunID  string `json:"runId"`
-	}
-	if err := json.Unmarshal(env["meta"], &meta); err != nil || !meta.Parked || meta.RunID == "" {
-		t.Fatalf("meta must carry parked and the run id: %s", env["meta"])
-	}
+	meta := parkedMeta(t, env)
 	rec, err := d.j.GetRun(context.Background(), meta.RunID)
 	if err != nil || rec.Status != journal.StatusParked || rec.Flow != "orders.place" || !strings.Contains(string(rec.Input), "tea") {
 		t.Fatalf("the run record: %+v, %v", rec, err)
@@ -167,8 +164,79 @@ func TestDurableFlowParksThenResumesWithoutRepeatingSteps(t *testing.T) {
 	if !errors.Is(err, journal.ErrConflict) {
 		t.Fatalf("a second decision must be a conflict, got %v", err)
 	}
-	if e := engine.AsError(engine.JournalError(err)); e == nil || e.Code != engine.CodeConflict || e.HTTPStatus() != http.StatusConflict {
-		t.Fatalf("JournalError maps a conflict to Conflict 409, got %v", e)
+	if e := engine.AsError(durable.MapError(err)); e == nil || e.Code != engine.CodeConflict || e.HTTPStatus() != http.StatusConflict {
+		t.Fatalf("MapError maps a conflict to Conflict 409, got %v", e)
+	}
+}
+
+// parkedMeta returns the meta of a parked call's reply: parked, and the run's id.
+func parkedMeta(t *testing.T, env map[string]json.RawMessage) (meta struct {
+	Parked bool   `json:"parked"`
+	RunID  string `json:"runId"`
+}) {
+	t.Helper()
+	if err := json.Unmarshal(env["meta"], &meta); err != nil || !meta.Parked || meta.RunID == "" {
+		t.Fatalf("meta must carry parked and the run id: %s", env["meta"])
+	}
+	return meta
+}
+
+func TestAHandlerThatDropsParksPendingErrorStillParks(t *testing.T) {
+	t.Parallel()
+	d := newDurable(t)
+	d.dropParkErr.Store(true)
+	status, env := d.post(t, "/orders", `{"item":"tea"}`)
+	if status != http.StatusAccepted || string(env["data"]) != "null" {
+		t.Fatalf("a run whose park is pending answers 202 whatever its handler returned, got %d %v", status, env)
+	}
+	meta := parkedMeta(t, env)
+	if rec, err := d.j.GetRun(context.Background(), meta.RunID); err != nil || rec.Status != journal.StatusParked {
+		t.Fatalf("the run must be parked, not completed with no decision: %+v, %v", rec, err)
+	}
+	d.mu.Lock()
+	logs := d.logs.String()
+	d.mu.Unlock()
+	if !strings.Contains(logs, "return the error of durable.Park") {
+		t.Fatalf("the mistake must be logged: %s", logs)
+	}
+	if err := d.j.Decide(context.Background(), meta.RunID, "confirm", journal.Decision{Kind: journal.DecisionApprove}); err != nil {
+		t.Fatal(err)
+	}
+	rec := d.waitRun(t, meta.RunID)
+	var out PlaceOut
+	if err := json.Unmarshal(rec.Output, &out); err != nil || rec.Status != journal.StatusCompleted || out.Verdict != "approve" {
+		t.Fatalf("once decided the run completes with the decision: %s %s %v", rec.Status, rec.Output, err)
+	}
+}
+
+func TestParkSaysPendingWithAnErrorAndDecidedWithTheDecision(t *testing.T) {
+	t.Parallel()
+	j, err := journal.New(memory.New(), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flow := engine.Define[struct{}, string](engine.NewUnit("parks"), "wait", engine.Public(), engine.Durable())
+	var errs []error
+	app, err := engine.New(durable.With(j), engine.Bind(flow, func(fx *engine.Fx, _ struct{}) (string, error) {
+		d, err := durable.Park(fx, "k", time.Time{}, nil)
+		errs = append(errs, err)
+		if err != nil {
+			return "", err
+		}
+		return string(d.Kind), nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Close(context.Background()) })
+	if _, err := app.Invoke(t.Context(), flow.ID(), nil, json.RawMessage(`{}`)); err == nil {
+		t.Fatal("a parked in-process call returned no error")
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], engine.ErrParked) || !strings.Contains(errs[0].Error(), `"k"`) {
+		t.Fatalf("Park's error while pending: %v, want engine.ErrParked naming the key", errs)
 	}
 }
 
@@ -197,10 +265,7 @@ func TestReplayAskingForAnotherStepFailsLoudly(t *testing.T) {
 		return "refund" // a code change between executions
 	}
 	_, env := d.post(t, "/orders", `{"item":"tea"}`)
-	var meta struct {
-		RunID string `json:"runId"`
-	}
-	_ = json.Unmarshal(env["meta"], &meta)
+	meta := parkedMeta(t, env)
 	if err := d.j.Decide(context.Background(), meta.RunID, "confirm", journal.Decision{Kind: journal.DecisionApprove}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package engine_test
+package durable_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/memory"
 	"github.com/bbc28f59/engine/journal/journaltest"
@@ -96,7 +97,7 @@ func (s *subruns) app(t *testing.T, owner string) (*engine.App, *journal.Journal
 		t.Fatal(err)
 	}
 	checkout := func(fx *engine.Fx, in ChargeIn) (CheckoutOut, error) {
-		return engine.Step(fx, "pay", func(ctx context.Context) (CheckoutOut, error) {
+		return durable.Step(fx, "pay", func(ctx context.Context) (CheckoutOut, error) {
 			s.mu.Lock()
 			s.stepKeys = append(s.stepKeys, engine.IdempotencyKey(ctx))
 			s.mu.Unlock()
@@ -131,7 +132,7 @@ func (s *subruns) app(t *testing.T, owner string) (*engine.App, *journal.Journal
 		key := fx.IdempotencyKey()
 		s.mu.Lock()
 		s.charges[key]++
-		s.chargeRuns = append(s.chargeRuns, engine.RunOf(fx).ID)
+		s.chargeRuns = append(s.chargeRuns, durable.RunOf(fx).ID)
 		s.mu.Unlock()
 		if s.crashInCharge.CompareAndSwap(true, false) {
 			s.chargeDied.Store(true)
@@ -148,7 +149,7 @@ func (s *subruns) app(t *testing.T, owner string) (*engine.App, *journal.Journal
 		s.mu.Unlock()
 		return ChargeOut{Key: fx.IdempotencyKey()}, nil
 	}
-	app, err := engine.New(engine.WithLogger(discardLogger()), engine.WithJournal(j),
+	app, err := engine.New(engine.WithLogger(discardLogger()), durable.With(j),
 		engine.Bind(checkoutFlow, checkout), engine.Bind(chargeFlow, charge), engine.Bind(receiptFlow, receipt))
 	if err != nil {
 		t.Fatal(err)
@@ -280,8 +281,6 @@ func TestAFailedChildAnswersItsReplayWithTheSameError(t *testing.T) {
 	}
 }
 
-func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -294,3 +293,5 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,245 @@
+package durable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/internal/callkey"
+	"github.com/bbc28f59/engine/internal/ext"
+	"github.com/bbc28f59/engine/journal"
+)
+
+// runner wraps durable handlers: it begins the run before the handler and ends it
+// after, unless the call is a resumption that already holds the run.
+type runner struct {
+	app *engine.App
+	j   *journal.Journal
+}
+
+func (r *runner) wrap(def *engine.FlowDef, next engine.HandlerFunc) engine.HandlerFunc {
+	return func(fx *engine.Fx, in any) (any, error) {
+		if run := RunOf(fx); run != nil { // a resumption: the journal claimed the run
+			return r.execute(fx, run, next, in)
+		}
+		// A flow called by a durable run takes its run id from the call: a replay that
+		// calls it again finds the run and attaches to it instead of starting another.
+		id := ""
+		if sc := callkey.From(fx.Context()); sc != nil && sc.TakeAsRun() {
+			id = sc.Key()
+		}
+		input, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("durable: encoding input of durable flow %s: %w", def.ID(), err)
+		}
+		principal, err := json.Marshal(fx.Principal())
+		if err != nil {
+			return nil, err
+		}
+		run, err := r.j.Begin(fx.Context(), journal.NewRun{ID: id, Flow: def.ID(), Input: input, Principal: principal, Tenant: fx.Tenant()})
+		if errors.Is(err, journal.ErrConflict) && id != "" {
+			return r.attach(fx, def, id, next, in)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("durable: beginning durable run of %s: %w", def.ID(), err)
+		}
+		return r.execute(fx, run, next, in)
+	}
+}
+
+// execute runs the handler under run, which this instance holds, and records how the
+// execution ended.
+func (r *runner) execute(fx *engine.Fx, run *journal.Run, next engine.HandlerFunc, in any) (any, error) {
+	e, ok := execKey.Call(fx)
+	if !ok || e.run != run {
+		e = &execution{run: run}
+		execKey.Set(fx, e)
+	}
+	ext.SetContext(fx, run.CallContext(fx.Context()))
+	out, err := next(fx, in)
+	if err == nil {
+		if resp, ok := out.(engine.Responder); ok {
+			// The work goes on while the response is written (an agent stream): the
+			// run ends when the responder does.
+			return durableResponder{inner: resp, exec: e, r: r}, nil
+		}
+	}
+	err = r.endRun(fx, e, out, err)
+	if errors.Is(err, engine.ErrParked) {
+		fx.SetMeta("runId", run.ID) // the parked reply names the run, to find it again
+	}
+	return out, err
+}
+
+// attach joins the run a replayed call finds under its id: it returns the stored outcome
+// of an ended run, resumes one nobody holds (its recorded steps replay), and waits while
+// another execution holds it.
+func (r *runner) attach(fx *engine.Fx, def *engine.FlowDef, id string, next engine.HandlerFunc, in any) (any, error) {
+	ctx := fx.Context()
+	wait := 20 * time.Millisecond
+	// Database trouble is waited out for a while: failing here would record the caller's
+	// step as failed, for good, over a moment's outage.
+	giveUp := time.Now().Add(time.Minute)
+	pause := func(d time.Duration) error {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			wait = min(2*wait, time.Second)
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for {
+		rec, err := r.j.GetRun(ctx, id)
+		if err != nil {
+			if journal.IsTransient(err) && time.Now().Before(giveUp) {
+				if perr := pause(wait); perr != nil {
+					return nil, perr
+				}
+				continue
+			}
+			return nil, fmt.Errorf("durable: reading durable run %s of %s: %w", id, def.ID(), err)
+		}
+		if rec.Flow != def.ID() {
+			return nil, fmt.Errorf("%w: run %s is a run of %s, the replay called %s", journal.ErrNonDeterministic, id, rec.Flow, def.ID())
+		}
+		switch rec.Status {
+		case journal.StatusCompleted:
+			if len(rec.Output) == 0 {
+				return json.RawMessage("null"), nil
+			}
+			return rec.Output, nil
+		case journal.StatusFailed:
+			return nil, storedFailure(rec)
+		}
+		run, err := r.j.Claim(ctx, id)
+		var busy *journal.LeaseBusyError
+		switch {
+		case err == nil:
+			return r.execute(fx, run, next, in)
+		case errors.Is(err, journal.ErrRunFinished):
+			continue
+		case errors.As(err, &busy):
+			if perr := pause(min(wait, max(busy.RetryAfter, time.Millisecond))); perr != nil {
+				return nil, perr
+			}
+		case journal.IsTransient(err) && time.Now().Before(giveUp):
+			if perr := pause(wait); perr != nil {
+				return nil, perr
+			}
+		default:
+			return nil, fmt.Errorf("durable: resuming durable run %s of %s: %w", id, def.ID(), err)
+		}
+	}
+}
+
+// failureDetail is what a failed run stores beside its message: the error as its caller
+// saw it when that was a declared or framework code, so a caller that attaches to the
+// ended run gets the same answer.
+func failureDetail(def *engine.FlowDef, err error) json.RawMessage {
+	e := engine.AsError(err)
+	if e == nil || e.Code == engine.CodeInternal {
+		return nil
+	}
+	if _, ok := def.ErrorSpec(e.Code); !ok && !engine.IsFrameworkCode(e.Code) {
+		return nil
+	}
+	data := e.Data
+	if data == nil {
+		data = struct{}{}
+	}
+	b, mErr := json.Marshal(struct {
+		Code   string `json:"code"`
+		Data   any    `json:"data"`
+		Status int    `json:"status,omitempty"`
+	}{e.Code, data, e.Status})
+	if mErr != nil {
+		return nil
+	}
+	return b
+}
+
+// storedFailure rebuilds the error a failed run ended with.
+func storedFailure(rec journal.RunRecord) error {
+	var d struct {
+		Code   string          `json:"code"`
+		Data   json.RawMessage `json:"data"`
+		Status int             `json:"status"`
+	}
+	if len(rec.Output) > 0 && json.Unmarshal(rec.Output, &d) == nil && d.Code != "" {
+		return &engine.Error{Code: d.Code, Data: d.Data, Status: d.Status}
+	}
+	return fmt.Errorf("durable: durable run %s of %s failed: %s", rec.ID, rec.Flow, rec.Error)
+}
+
+// encodedOutput is an [Outcome]'s json.RawMessage, which endRun stores without
+// encoding (and so re-validating) it again.
+type encodedOutput json.RawMessage
+
+type durableResponder struct {
+	inner engine.Responder
+	exec  *execution
+	r     *runner
+}
+
+func (d durableResponder) Respond(fx *engine.Fx, w http.ResponseWriter, req *http.Request) {
+	d.inner.Respond(fx, w, req)
+	var out any
+	var err error
+	if o, ok := d.inner.(Outcome); ok {
+		out, err = o.Outcome()
+		if raw, ok := out.(json.RawMessage); ok {
+			out = encodedOutput(raw)
+		}
+	}
+	if endErr := d.r.endRun(fx, d.exec, out, err); endErr != nil && !errors.Is(endErr, engine.ErrParked) {
+		d.r.app.Logger().Debug("durable: durable run ended with an error", "flow", fx.Flow().ID(), "run", d.exec.run.ID, "err", endErr)
+	}
+}
+
+// endRun records how an execution of a durable run ended: parked, completed or failed.
+// An execution that returns without an error while a [Park] it was told is pending is
+// still undecided parks: a pending decision never completes a run.
+func (r *runner) endRun(fx *engine.Fx, e *execution, out any, err error) error {
+	ctx := context.WithoutCancel(fx.Context())
+	logger := r.app.Logger()
+	run := e.run
+	if err == nil && e.parked() {
+		logger.WarnContext(ctx, "durable: the handler returned no error while a park it made is pending, so its run parks: return the error of durable.Park", "flow", fx.Flow().ID(), "run", run.ID)
+		err = fmt.Errorf("%w: the handler returned without the error of durable.Park", engine.ErrParked)
+	}
+	switch {
+	case errors.Is(err, engine.ErrParked):
+		if sErr := run.Suspend(ctx); sErr != nil {
+			logger.ErrorContext(ctx, "durable: suspending run", "run", run.ID, "err", sErr)
+		}
+		return err
+	case errors.Is(err, journal.ErrLeaseLost):
+		return err // another instance owns the run now; it records the end
+	case err != nil:
+		msg := err.Error()
+		if e := engine.AsError(err); e != nil {
+			msg = e.Code + ": " + e.Message()
+		}
+		if fErr := run.FailWith(ctx, msg, failureDetail(fx.Flow(), err)); fErr != nil {
+			logger.ErrorContext(ctx, "durable: failing run", "run", run.ID, "err", fErr)
+		}
+		return err
+	}
+	var raw json.RawMessage
+	if enc, ok := out.(encodedOutput); ok {
+		raw = json.RawMessage(enc)
+	} else if b, mErr := json.Marshal(out); mErr == nil {
+		raw = b
+	}
+	if cErr := run.Complete(ctx, raw); cErr != nil {
+		logger.ErrorContext(ctx, "durable: completing run", "run", run.ID, "err", cErr)
+	}
+	return nil
+}

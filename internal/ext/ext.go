@@ -1,0 +1,88 @@
+// Package ext gives the module's own extension packages (durable, ai) what they need of
+// an app's internals and no user should call: the seam through which durable flows run,
+// a durable run's re-execution, a flow's gates checked for another caller, and the call
+// context of a route mounted beside the flows. Package engine hands them over when it is
+// initialised (through internal/hook), so they stay out of its public API.
+package ext
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/internal/hook"
+)
+
+// internals are the methods of engine's value in [hook.Engine].
+type internals interface {
+	AppOption(fn func(*engine.App) error) engine.Option
+	SetDurable(a *engine.App, wrap func(def *engine.FlowDef, next engine.HandlerFunc) engine.HandlerFunc) error
+	SetContext(fx *engine.Fx, ctx context.Context)
+	CallFx(a *engine.App, ctx context.Context, def *engine.FlowDef, p *engine.Principal) *engine.Fx
+	RouteFx(a *engine.App, r *http.Request, p *engine.Principal) *engine.Fx
+	Handler(a *engine.App, id string) (h engine.HandlerFunc, decode func(raw []byte) (any, error), ok bool)
+	AppOf(r *http.Request) *engine.App
+	Authenticate(a *engine.App, r *http.Request) (*engine.Principal, error)
+	HasGates(a *engine.App, id string) bool
+	CheckGates(a *engine.App, ctx context.Context, id string, p *engine.Principal, input json.RawMessage) error
+}
+
+// in fails the module's start-up, not some later call, if engine's internals and this
+// interface of them part ways.
+var in = hook.Engine.(internals)
+
+// AppOption returns an option that calls fn with the app being built.
+func AppOption(fn func(*engine.App) error) engine.Option { return in.AppOption(fn) }
+
+// SetDurable makes wrap the runner of the app's durable flows: each durable flow's
+// handler is wrapped once, inside its gates and middleware. An app has one runner; a
+// second is an error.
+func SetDurable(a *engine.App, wrap func(def *engine.FlowDef, next engine.HandlerFunc) engine.HandlerFunc) error {
+	return in.SetDurable(a, wrap)
+}
+
+// SetContext replaces the context of the call of fx, for the durable runner, which puts
+// its run's call scope in it for everything the handler and the reply do afterwards.
+func SetContext(fx *engine.Fx, ctx context.Context) { in.SetContext(fx, ctx) }
+
+// CallFx returns the context of a call of def without a request, as principal p (nil for
+// anonymous): a durable run's re-execution.
+func CallFx(a *engine.App, ctx context.Context, def *engine.FlowDef, p *engine.Principal) *engine.Fx {
+	return in.CallFx(a, ctx, def, p)
+}
+
+// RouteFx returns a call context for a route mounted with [engine.Mount] beside the
+// flows, as principal p, so it can write envelopes and use the app's services.
+func RouteFx(a *engine.App, r *http.Request, p *engine.Principal) *engine.Fx {
+	return in.RouteFx(a, r, p)
+}
+
+// Handler returns the bound flow id's handler as the app wraps it, before its
+// middleware and its durable runner, and the decoder of its JSON input; ok is false
+// when id is not bound.
+func Handler(a *engine.App, id string) (h engine.HandlerFunc, decode func(raw []byte) (any, error), ok bool) {
+	return in.Handler(a, id)
+}
+
+// AppOf returns the app serving a route mounted with [engine.Mount].
+func AppOf(r *http.Request) *engine.App { return in.AppOf(r) }
+
+// Authenticate runs the app's authenticator on r: (nil, nil) without credentials or
+// without an authenticator.
+func Authenticate(a *engine.App, r *http.Request) (*engine.Principal, error) {
+	return in.Authenticate(a, r)
+}
+
+// HasGates reports whether the bound flow id has middleware (gates) beyond the
+// authentication every gated flow needs, so a caller of [CheckGates] can skip preparing
+// an input nothing would read.
+func HasGates(a *engine.App, id string) bool { return in.HasGates(a, id) }
+
+// CheckGates runs the bound flow id's gates for principal p and input without running
+// its handler: nil when the call would be let through, the gate's denial otherwise. A
+// nil input gives the gates the zero value of the flow's input type. The approval and
+// follow routes check a flow's gates for whoever decides or follows.
+func CheckGates(a *engine.App, ctx context.Context, id string, p *engine.Principal, input json.RawMessage) error {
+	return in.CheckGates(a, ctx, id, p, input)
+}

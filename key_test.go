@@ -1,0 +1,111 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/bbc28f59/engine"
+)
+
+var keyed = engine.NewUnit("keyed")
+
+var keyedFlow = engine.Define[struct{}, map[string]string](keyed, "show", engine.Public())
+
+func TestKeysHoldTypedValuesPerAppFlowAndCall(t *testing.T) {
+	t.Parallel()
+	appKey := engine.NewKey[string]("greeting")
+	flowKey := engine.NewKey[int]("weight")
+	callKey := engine.NewKey[string]("seen")
+	other := engine.NewKey[string]("greeting") // same name, another key
+	var seen map[string]string
+	app, err := engine.New(
+		appKey.Option("hello"),
+		engine.Bind(keyedFlow, func(fx *engine.Fx, _ struct{}) (map[string]string, error) {
+			copied := fx.WithContext(context.WithoutCancel(fx.Context()))
+			callKey.Set(copied, "by the copy") // a copy belongs to the same call
+			copied.SetMeta("from", "copy")
+			v, _ := callKey.Call(fx)
+			seen = map[string]string{"call": v}
+			return seen, nil
+		}, flowKey.BindOption(3)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := appKey.App(app); !ok || v != "hello" {
+		t.Fatalf("app value %q %v", v, ok)
+	}
+	if v, ok := other.App(app); ok || v != "" {
+		t.Fatalf("a key of the same name read %q: keys are told apart by identity", v)
+	}
+	if v, ok := flowKey.Flow(app, keyedFlow.ID()); !ok || v != 3 {
+		t.Fatalf("flow value %d %v", v, ok)
+	}
+	if _, ok := flowKey.Flow(app, "keyed.missing"); ok {
+		t.Fatal("a value on a flow that is not bound")
+	}
+	if _, err := app.Invoke(t.Context(), keyedFlow.ID(), nil, json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if seen["call"] != "by the copy" {
+		t.Fatalf("the call's value set through a copy of its Fx: %v", seen)
+	}
+}
+
+func TestAKeySetTwiceOnTheAppFailsNew(t *testing.T) {
+	t.Parallel()
+	k := engine.NewKey[int]("limit")
+	_, err := engine.New(k.Option(1), k.Option(2))
+	if err == nil || !strings.Contains(err.Error(), "limit is already set") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestMetaSetThroughACopyOfFxReachesTheReply(t *testing.T) {
+	t.Parallel()
+	flow := engine.Define[struct{}, struct{}](engine.NewUnit("metacopy"), "run", engine.Public())
+	env := setup(t, engine.Bind(flow, func(fx *engine.Fx, _ struct{}) (struct{}, error) {
+		fx.WithContext(fx.Context()).SetMeta("from", "copy")
+		return struct{}{}, nil
+	}))
+	res := env.rpcClient(t).Call(ctxT(t), flow.ID(), nil)
+	if res.Error != nil || !strings.Contains(string(res.Meta.Raw), `"from":"copy"`) {
+		t.Fatalf("meta %s, error %v", res.Meta.Raw, res.Error)
+	}
+}
+
+func TestACallOutsideDurableRunsHasAFreshKeyOfItsOwn(t *testing.T) {
+	t.Parallel()
+	flow := engine.Define[struct{}, [2]string](engine.NewUnit("fresh"), "key", engine.Public())
+	app, err := engine.New(engine.Bind(flow, func(fx *engine.Fx, _ struct{}) ([2]string, error) {
+		// Asked through a copy first: the copy and the call share one key.
+		return [2]string{fx.WithContext(fx.Context()).IdempotencyKey(), fx.IdempotencyKey()}, nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for range 2 {
+		raw, err := app.Invoke(t.Context(), flow.ID(), nil, json.RawMessage(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got [2]string
+		if err := json.Unmarshal(raw, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got[0] != got[1] || !regexp.MustCompile(`^call_[0-9a-f]{32}$`).MatchString(got[0]) {
+			t.Fatalf("keys %q: want one call_ key of 32 hex digits per call", got)
+		}
+		keys = append(keys, got[0])
+	}
+	if keys[0] == keys[1] {
+		t.Fatalf("two calls share the key %s", keys[0])
+	}
+	if engine.IdempotencyKey(t.Context()) != "" {
+		t.Fatal("a context outside any call has a key")
+	}
+}
