@@ -14,6 +14,7 @@ import (
 	"github.com/bbc28f59/engine/ai/providers/scripted"
 	"github.com/bbc28f59/engine/clientx"
 	"github.com/bbc28f59/engine/clientx/agent"
+	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/memory"
 )
@@ -112,7 +113,7 @@ func startBank() (string, func()) {
 	}
 	app, err := engine.New(
 		engine.WithLogger(slog.New(slog.DiscardHandler)),
-		engine.WithJournal(j),
+		durable.With(j),
 		ai.Install(ai.Options{PublicApprovals: true}), // an example without sign-in
 		engine.Bind(bankTransfer, func(_ *engine.Fx, in TransferIn) (TransferOut, error) {
 			return TransferOut{OK: true, To: in.To, Amount: in.Amount}, nil

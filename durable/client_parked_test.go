@@ -1,4 +1,4 @@
-package engine_test
+package durable_test
 
 import (
 	"encoding/json"
@@ -28,7 +28,7 @@ func TestClientTypesAParkedReply(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := clientx.Call(ctxT(t), cl, placeFlow, PlaceIn{Item: "tea"})
+			res := clientx.Call(t.Context(), cl, placeFlow, PlaceIn{Item: "tea"})
 			if !res.OK() || res.Status != http.StatusAccepted || res.Data != (PlaceOut{}) {
 				t.Fatalf("parked call: ok %v, status %d, data %+v, error %v", res.OK(), res.Status, res.Data, res.Error)
 			}
@@ -39,11 +39,11 @@ func TestClientTypesAParkedReply(t *testing.T) {
 			if err := json.Unmarshal(res.Meta.Raw, &raw); err != nil || raw["parked"] != true || raw["runId"] != res.Meta.RunID {
 				t.Fatalf("raw meta %s (%v)", res.Meta.Raw, err)
 			}
-			rec, err := d.j.GetRun(ctxT(t), res.Meta.RunID)
+			rec, err := d.j.GetRun(t.Context(), res.Meta.RunID)
 			if err != nil || rec.Status != journal.StatusParked || rec.Flow != placeFlow.ID() {
 				t.Fatalf("the run named by meta.runId: %+v, %v", rec, err)
 			}
-			if err := d.j.Decide(ctxT(t), res.Meta.RunID, "confirm", journal.Decision{Kind: journal.DecisionApprove}); err != nil {
+			if err := d.j.Decide(t.Context(), res.Meta.RunID, "confirm", journal.Decision{Kind: journal.DecisionApprove}); err != nil {
 				t.Fatal(err)
 			}
 			var out PlaceOut
