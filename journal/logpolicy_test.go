@@ -1,0 +1,136 @@
+package journal_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/bbc28f59/engine/journal"
+	"github.com/bbc28f59/engine/journal/drivers/memory"
+)
+
+// A writer with the zero policy stores every event as a row of its own and marks
+// truncation and expiry with the journal's own events.
+func TestZeroLogPolicy(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	j, err := journal.New(memory.New(), journal.Options{Now: func() time.Time { return now }, LogPolicy: &journal.LogPolicy{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := j.CreateLog(ctx, journal.Stream{ID: "s"}, nil, journal.LogOptions{MaxRows: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ev := range []string{`{"type":"d","id":"a","text":"x"}`, `{"type":"d","id":"a","text":"y"}`, `{"type":"d","id":"a","text":"z"}`} {
+		if seq, err := w.Write(ctx, json.RawMessage(ev)); err != nil || seq != int64(i+1) {
+			t.Fatalf("Write %s = %d, %v; want seq %d", ev, seq, err, i+1)
+		}
+	}
+	if _, err := w.WriteDelta(ctx, "d", "a", "x"); err == nil {
+		t.Fatal("WriteDelta took a delta the policy does not know")
+	}
+	if _, err := w.WriteEnd(ctx, "d", json.RawMessage(`{"type":"d"}`)); err == nil {
+		t.Fatal("WriteEnd took an event the policy does not say ends a run")
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rows := readAll(t, j, "s"); len(rows) != 3 {
+		t.Fatalf("rows = %v, want 3", rows)
+	}
+
+	// Past the cap a delta is dropped and marked once, with the journal's marker.
+	deltas := &journal.LogPolicy{Deltas: []journal.DeltaType{{Type: "d", Key: "id", Text: "text"}}}
+	w, err = j.CreateLog(ctx, journal.Stream{ID: "capped"}, nil, journal.LogOptions{MaxRows: 1, Policy: deltas})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := w.WriteDelta(ctx, "d", id, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows := readAll(t, j, "capped")
+	if len(rows) != 2 || rows[0] != `{"type":"d","id":"a","text":"x"}` || rows[1] != `{"type":"journal.truncated","maxRows":1}` {
+		t.Fatalf("rows = %v", rows)
+	}
+
+	// Retention closes a log left unfinished with the journal's expiry event.
+	now = now.Add(7*24*time.Hour + time.Second)
+	if res, err := j.CleanupOnce(ctx); err != nil || res.Closed != 1 {
+		t.Fatalf("CleanupOnce = %+v, %v; want the unfinished log closed", res, err)
+	}
+	if rows := readAll(t, j, "s"); len(rows) != 1 || rows[0] != `{"type":"journal.expired","maxAge":"168h0m0s"}` {
+		t.Fatalf("rows after expiry = %v", rows)
+	}
+}
+
+// A writer's own policy wins over the journal's; the journal's applies to writers that
+// name none and to retention, and SetLogPolicy replaces it for what comes after.
+func TestLogPolicyChoice(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	policy := func(delta, expired string) *journal.LogPolicy {
+		return &journal.LogPolicy{
+			Deltas:  []journal.DeltaType{{Type: delta, Key: "id", Text: "text"}},
+			Expired: func(time.Duration) json.RawMessage { return json.RawMessage(expired) },
+		}
+	}
+	j, err := journal.New(memory.New(), journal.Options{Now: func() time.Time { return now }, LogPolicy: policy("a", `{"type":"gone-a"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(id string, opts journal.LogOptions) []string {
+		t.Helper()
+		w, err := j.CreateLog(ctx, journal.Stream{ID: id}, nil, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range []string{`{"type":"a","id":"1","text":"x"}`, `{"type":"a","id":"1","text":"y"}`, `{"type":"b","id":"1","text":"x"}`, `{"type":"b","id":"1","text":"y"}`} {
+			if _, err := w.Write(ctx, json.RawMessage(ev)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return readAll(t, j, id)
+	}
+	if got := write("journals", journal.LogOptions{}); len(got) != 3 || got[0] != `{"id":"1","text":"xy","type":"a"}` {
+		t.Fatalf("with the journal's policy: %v", got)
+	}
+	if got := write("own", journal.LogOptions{Policy: policy("b", "")}); len(got) != 3 || got[2] != `{"id":"1","text":"xy","type":"b"}` {
+		t.Fatalf("with the writer's policy: %v", got)
+	}
+	j.SetLogPolicy(policy("b", `{"type":"gone-b"}`))
+	if got := write("set", journal.LogOptions{}); len(got) != 3 || got[2] != `{"id":"1","text":"xy","type":"b"}` {
+		t.Fatalf("after SetLogPolicy: %v", got)
+	}
+	now = now.Add(8 * 24 * time.Hour)
+	if _, err := j.CleanupOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, j, "journals"); len(got) != 1 || got[0] != `{"type":"gone-b"}` {
+		t.Fatalf("retention after SetLogPolicy closed with %v", got)
+	}
+}
+
+// readAll returns a stream's stored events as strings.
+func readAll(t *testing.T, j *journal.Journal, id string) []string {
+	t.Helper()
+	rows, err := j.ReadEvents(t.Context(), id, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = string(r.Event)
+	}
+	return out
+}
