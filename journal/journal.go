@@ -62,8 +62,7 @@ type Options struct {
 	Logger *slog.Logger
 	// LogPolicy is the vocabulary of the journal's event logs: retention closes an
 	// expired log with its expiry event, and a [LogWriter] whose [LogOptions] name no
-	// policy uses it. Default: the vocabulary of the agent event logs. See
-	// [Journal.SetLogPolicy].
+	// policy uses it. Default: the zero [LogPolicy]. See [Journal.SetLogPolicy].
 	LogPolicy *LogPolicy
 }
 
@@ -175,7 +174,7 @@ func (j *Journal) SetResumer(fn func(ctx context.Context, run *Run)) {
 // SetLogPolicy replaces the journal's log policy ([Options.LogPolicy]): the package that
 // owns the vocabulary of the logs an application keeps installs its own, as the engine
 // registers its resumer. It applies to writers opened and retention passes begun after
-// it; nil restores the default.
+// it; nil restores the zero policy.
 func (j *Journal) SetLogPolicy(p *LogPolicy) {
 	j.mu.Lock()
 	j.policy = p
@@ -187,7 +186,7 @@ func (j *Journal) logPolicy() *LogPolicy {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.policy == nil {
-		return defaultPolicy
+		return plainPolicy
 	}
 	return j.policy
 }

@@ -15,10 +15,10 @@ import (
 //
 // The package that writes a log gives its policy to the log's writer
 // ([LogOptions.Policy]) and to the journal for retention ([Options.LogPolicy],
-// [Journal.SetLogPolicy]). Without one, a writer and retention use the vocabulary of the
-// agent event logs. The zero LogPolicy coalesces nothing, knows no ending event, and
-// marks truncation and expiry with the journal's own events,
-// {"type":"journal.truncated","maxRows":…} and {"type":"journal.expired","maxAge":"…"}.
+// [Journal.SetLogPolicy]); the agent package (ai) does so for its runs' logs. The zero
+// LogPolicy coalesces nothing, knows no ending event, and marks truncation and expiry
+// with the journal's own events, {"type":"journal.truncated","maxRows":…} and
+// {"type":"journal.expired","maxAge":"…"}.
 //
 // A policy is read, never changed, by the writers and journals that use it: build it
 // once and share it.
@@ -56,25 +56,8 @@ type DeltaType struct {
 	Text string
 }
 
-// TruncatedEventName is the CUSTOM event stored once when a stream reaches its row cap.
-const TruncatedEventName = "engine.events.truncated"
-
-// defaultPolicy is the policy of a writer when neither it nor the journal has one: the
-// AG-UI vocabulary of the agent event logs, which the journal knew before it took a policy.
-var defaultPolicy = &LogPolicy{
-	Deltas: []DeltaType{
-		{Type: "TEXT_MESSAGE_CONTENT", Key: "messageId", Text: "delta"},
-		{Type: "TOOL_CALL_ARGS", Key: "toolCallId", Text: "delta"},
-	},
-	Ends: []string{"RUN_FINISHED", "RUN_ERROR"},
-	Truncated: func(maxRows int64) json.RawMessage {
-		return fmt.Appendf(nil, `{"type":"CUSTOM","name":%q,"value":{"maxRows":%d,"reason":"the stored log keeps at most %d rows; later deltas are not stored"}}`,
-			TruncatedEventName, maxRows, maxRows)
-	},
-	Expired: func(maxAge time.Duration) json.RawMessage {
-		return fmt.Appendf(nil, `{"type":"RUN_ERROR","message":"run did not finish within %s; closed by the journal","code":"JournalRunExpired"}`, maxAge)
-	},
-}
+// plainPolicy is the zero policy, used when neither the writer nor the journal has one.
+var plainPolicy = &LogPolicy{}
 
 // delta returns the delta type named typ, or nil when events of typ are not deltas.
 func (p *LogPolicy) delta(typ string) *DeltaType {

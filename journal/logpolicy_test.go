@@ -15,7 +15,7 @@ func TestZeroLogPolicy(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	j, err := journal.New(memory.New(), journal.Options{Now: func() time.Time { return now }, LogPolicy: &journal.LogPolicy{}})
+	j, err := journal.New(memory.New(), journal.Options{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
