@@ -2,12 +2,64 @@ package journal_test
 
 import (
 	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/memory"
 )
+
+// aguiVocabulary matches AG-UI's event type names (the families of the protocol's
+// events, so a new member is caught too), the engine's CUSTOM event names, the RUN_ERROR
+// codes the agent package writes, and the protocol's name.
+var aguiVocabulary = regexp.MustCompile(`\b(RUN|STEP|TEXT_MESSAGE|TOOL_CALL|STATE|MESSAGES|THINKING|REASONING|ACTIVITY)_[A-Z_]+\b` +
+	`|"(CUSTOM|RAW)"|\bCUSTOM\b|engine\.(events|subagent)\.|\bWorkerLost\b|\bJournalRunExpired\b|AG-UI|\bagui\b`)
+
+// The journal is a generic durable event log: what is AG-UI about an agent run's log
+// belongs to the ai package's policy. No file of the journal or its drivers may name
+// that vocabulary; the conformance suite (journaltest) and tests may, as data.
+func TestJournalKnowsNoAGUIVocabulary(t *testing.T) {
+	t.Parallel()
+	scanned := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == "journaltest" {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		scanned++
+		for i, line := range strings.Split(string(src), "\n") {
+			if m := aguiVocabulary.FindString(line); m != "" {
+				t.Errorf("%s:%d names %q of AG-UI: %s", path, i+1, m, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scanned < 10 {
+		t.Fatalf("scanned %d files: not the journal's sources", scanned)
+	}
+	for _, s := range []string{`"TEXT_MESSAGE_CONTENT"`, "RUN_ERROR", `"CUSTOM"`, "engine.events.truncated", "AG-UI"} {
+		if !aguiVocabulary.MatchString(s) {
+			t.Errorf("the check misses %s", s)
+		}
+	}
+}
 
 // A writer with the zero policy stores every event as a row of its own and marks
 // truncation and expiry with the journal's own events.
