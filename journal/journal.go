@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bbc28f59/engine/internal/sortid"
@@ -76,7 +77,7 @@ type Journal struct {
 
 	mu        sync.Mutex
 	resumer   func(ctx context.Context, run *Run)
-	policy    *LogPolicy
+	policy    atomic.Pointer[LogPolicy] // nil: the zero policy
 	held      map[string]*Run
 	claiming  map[string]bool // claims under way, so one instance never claims a run twice at once
 	started   bool
@@ -150,8 +151,10 @@ func New(d Driver, opts Options) (*Journal, error) {
 		}
 	}
 	base, cancel := context.WithCancel(context.Background())
-	return &Journal{d: d, opts: opts, resumer: opts.Resumer, policy: opts.LogPolicy, held: map[string]*Run{}, claiming: map[string]bool{},
-		tails: newTails(opts.TailBytes, opts.TailTTL, opts.UnfinishedMaxAge), baseCtx: base, cancelBase: cancel}, nil
+	j := &Journal{d: d, opts: opts, resumer: opts.Resumer, held: map[string]*Run{}, claiming: map[string]bool{},
+		tails: newTails(opts.TailBytes, opts.TailTTL, opts.UnfinishedMaxAge), baseCtx: base, cancelBase: cancel}
+	j.policy.Store(opts.LogPolicy)
+	return j, nil
 }
 
 // Driver returns the driver the journal runs on.
@@ -175,20 +178,14 @@ func (j *Journal) SetResumer(fn func(ctx context.Context, run *Run)) {
 // owns the vocabulary of the logs an application keeps installs its own, as the engine
 // registers its resumer. It applies to writers opened and retention passes begun after
 // it; nil restores the zero policy.
-func (j *Journal) SetLogPolicy(p *LogPolicy) {
-	j.mu.Lock()
-	j.policy = p
-	j.mu.Unlock()
-}
+func (j *Journal) SetLogPolicy(p *LogPolicy) { j.policy.Store(p) }
 
 // logPolicy returns the journal's log policy.
 func (j *Journal) logPolicy() *LogPolicy {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.policy == nil {
-		return plainPolicy
+	if p := j.policy.Load(); p != nil {
+		return p
 	}
-	return j.policy
+	return plainPolicy
 }
 
 // NewRun is what [Journal.Begin] stores before a durable handler starts.
