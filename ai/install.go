@@ -119,7 +119,7 @@ func Install(opts Options) engine.Option {
 			// Checks run once every option is applied, so the journal is known here
 			// whatever the order of the options.
 			if j := app.Journal(); j != nil {
-				j.SetLogPolicy(logPolicy)
+				return j.SetLogPolicy(logPolicy)
 			}
 			return nil
 		}),

@@ -101,6 +101,9 @@ func New(d Driver, opts Options) (*Journal, error) {
 		opts.CleanupInterval < 0 || opts.FinishedRetention < 0 || opts.UnfinishedMaxAge < 0 || opts.TailTTL < 0 || opts.WriteRetry < 0 {
 		return nil, errors.New("journal: durations in Options must not be negative")
 	}
+	if err := opts.LogPolicy.check(); err != nil {
+		return nil, err
+	}
 	if opts.Owner == "" {
 		host, _ := os.Hostname()
 		if host == "" {
@@ -177,8 +180,14 @@ func (j *Journal) SetResumer(fn func(ctx context.Context, run *Run)) {
 // SetLogPolicy replaces the journal's log policy ([Options.LogPolicy]): the package that
 // owns the vocabulary of the logs an application keeps installs its own, as the engine
 // registers its resumer. It applies to writers opened and retention passes begun after
-// it; nil restores the zero policy.
-func (j *Journal) SetLogPolicy(p *LogPolicy) { j.policy.Store(p) }
+// it; nil restores the zero policy. A policy that cannot work is refused with an error.
+func (j *Journal) SetLogPolicy(p *LogPolicy) error {
+	if err := p.check(); err != nil {
+		return err
+	}
+	j.policy.Store(p)
+	return nil
+}
 
 // logPolicy returns the journal's log policy.
 func (j *Journal) logPolicy() *LogPolicy {

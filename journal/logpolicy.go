@@ -2,6 +2,7 @@ package journal
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -58,6 +59,31 @@ type DeltaType struct {
 
 // plainPolicy is the zero policy, used when neither the writer nor the journal has one.
 var plainPolicy = &LogPolicy{}
+
+// check returns why the policy cannot work, or nil.
+func (p *LogPolicy) check() error {
+	if p == nil {
+		return nil
+	}
+	for i, d := range p.Deltas {
+		switch {
+		case d.Type == "" || d.Key == "" || d.Text == "":
+			return fmt.Errorf("journal: LogPolicy.Deltas[%d] needs a Type, a Key and a Text member: %+v", i, d)
+		case d.Key == d.Text || d.Key == "type" || d.Text == "type":
+			return fmt.Errorf(`journal: LogPolicy.Deltas[%d]: Key and Text must be two members other than "type": %+v`, i, d)
+		case p.delta(d.Type) != &p.Deltas[i]:
+			return fmt.Errorf("journal: LogPolicy.Deltas: %q is listed twice", d.Type)
+		case p.ends(d.Type):
+			return fmt.Errorf("journal: LogPolicy: %q is both a delta and an ending event", d.Type)
+		}
+	}
+	for _, t := range p.Ends {
+		if t == "" {
+			return errors.New("journal: LogPolicy.Ends lists an empty type")
+		}
+	}
+	return nil
+}
 
 // delta returns the delta type named typ, or nil when events of typ are not deltas.
 func (p *LogPolicy) delta(typ string) *DeltaType {

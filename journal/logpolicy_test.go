@@ -2,6 +2,7 @@ package journal_test
 
 import (
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -160,7 +161,9 @@ func TestLogPolicyChoice(t *testing.T) {
 	if got := write("own", journal.LogOptions{Policy: policy("b", "")}); len(got) != 3 || got[2] != `{"id":"1","text":"xy","type":"b"}` {
 		t.Fatalf("with the writer's policy: %v", got)
 	}
-	j.SetLogPolicy(policy("b", `{"type":"gone-b"}`))
+	if err := j.SetLogPolicy(policy("b", `{"type":"gone-b"}`)); err != nil {
+		t.Fatal(err)
+	}
 	if got := write("set", journal.LogOptions{}); len(got) != 3 || got[2] != `{"id":"1","text":"xy","type":"b"}` {
 		t.Fatalf("after SetLogPolicy: %v", got)
 	}
@@ -170,6 +173,53 @@ func TestLogPolicyChoice(t *testing.T) {
 	}
 	if got := readAll(t, j, "journals"); len(got) != 1 || got[0] != `{"type":"gone-b"}` {
 		t.Fatalf("retention after SetLogPolicy closed with %v", got)
+	}
+}
+
+// A policy that cannot work is refused where it is given, before anything is stored.
+func TestLogPolicyIsChecked(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	text := journal.DeltaType{Type: "text", Key: "id", Text: "text"}
+	for name, p := range map[string]*journal.LogPolicy{
+		"delta without a type":   {Deltas: []journal.DeltaType{{Key: "id", Text: "text"}}},
+		"delta without a key":    {Deltas: []journal.DeltaType{{Type: "text", Text: "text"}}},
+		"delta without its text": {Deltas: []journal.DeltaType{{Type: "text", Key: "id"}}},
+		"key and text the same":  {Deltas: []journal.DeltaType{{Type: "text", Key: "id", Text: "id"}}},
+		"key is the type member": {Deltas: []journal.DeltaType{{Type: "text", Key: "type", Text: "text"}}},
+		"a delta listed twice":   {Deltas: []journal.DeltaType{text, text}},
+		"a delta that ends":      {Deltas: []journal.DeltaType{text}, Ends: []string{"text"}},
+		"an empty end":           {Ends: []string{""}},
+	} {
+		if _, err := journal.New(memory.New(), journal.Options{LogPolicy: p}); err == nil {
+			t.Errorf("%s: New accepted it", name)
+		}
+		j, err := journal.New(memory.New(), journal.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := j.SetLogPolicy(p); err == nil {
+			t.Errorf("%s: SetLogPolicy accepted it", name)
+		}
+		if _, err := j.CreateLog(ctx, journal.Stream{ID: "s"}, nil, journal.LogOptions{Policy: p}); err == nil {
+			t.Errorf("%s: CreateLog accepted it", name)
+		}
+		if _, err := j.GetStream(ctx, "s"); !errors.Is(err, journal.ErrNotFound) {
+			t.Errorf("%s: CreateLog stored the stream before refusing the policy: %v", name, err)
+		}
+		run, err := j.Begin(ctx, journal.NewRun{Flow: "f"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := run.CreateLogStep(ctx, "log", func() journal.Stream { return journal.Stream{ID: "r"} }, journal.LogOptions{Policy: p}); err == nil {
+			t.Errorf("%s: CreateLogStep accepted it", name)
+		}
+		if err := j.CreateStream(ctx, journal.Stream{ID: "old"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.NewLogWriter(ctx, "old", nil, journal.LogOptions{Policy: p}); err == nil {
+			t.Errorf("%s: NewLogWriter accepted it", name)
+		}
 	}
 }
 

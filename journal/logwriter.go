@@ -121,6 +121,9 @@ type LogStats struct {
 // every commit is fenced by its lease, so close the writer before [Run.Suspend],
 // [Run.Complete] or [Run.Fail] release that lease.
 func (j *Journal) NewLogWriter(ctx context.Context, streamID string, run *Run, opts LogOptions) (*LogWriter, error) {
+	if err := opts.Policy.check(); err != nil {
+		return nil, err
+	}
 	// A run resuming while the database is away waits for it, as its writes do, rather
 	// than failing the run on a read.
 	var s Stream
@@ -155,6 +158,9 @@ func (j *Journal) NewLogWriter(ctx context.Context, streamID string, run *Run, o
 // first reservation. A stream that already exists (a resumed run's) is continued.
 func (j *Journal) CreateLog(ctx context.Context, s Stream, run *Run, opts LogOptions) (*LogWriter, error) {
 	if err := writerMayOpen(s, run); err != nil {
+		return nil, err
+	}
+	if err := opts.Policy.check(); err != nil {
 		return nil, err
 	}
 	opts.defaults()
