@@ -116,6 +116,12 @@ func Install(opts Options) engine.Option {
 			if !opts.PublicApprovals {
 				warnPublicApprovals(app)
 			}
+			// The journal's retention closes a run's log with RUN_ERROR ([LogPolicy]).
+			// Checks run once every option is applied, so the journal is known here
+			// whatever the order of the options.
+			if j := app.Journal(); j != nil {
+				return j.SetLogPolicy(logPolicy)
+			}
 			return nil
 		}),
 	)

@@ -99,7 +99,7 @@ func Run(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions) (*AgentRun,
 	// streams creates its log's stream in the same journal write.
 	if r.durable != nil && opts.Stream {
 		r.log, err = r.durable.CreateLogStep(fx.Context(), "agent-run:"+agent.name,
-			func() journal.Stream { return r.stream(newRunID()) }, journal.LogOptions{})
+			func() journal.Stream { return r.stream(newRunID()) }, logOptions)
 		if err == nil {
 			r.id = r.log.StreamID()
 		}
@@ -266,7 +266,7 @@ func (r *AgentRun) openLog(ctx context.Context, j *journal.Journal) (*journal.Lo
 	w := r.log
 	if w == nil {
 		var err error
-		if w, err = j.CreateLog(ctx, r.stream(r.id), r.durable, journal.LogOptions{}); err != nil {
+		if w, err = j.CreateLog(ctx, r.stream(r.id), r.durable, logOptions); err != nil {
 			return nil, err
 		}
 	}

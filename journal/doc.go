@@ -1,7 +1,7 @@
 // Package journal makes flows durable: it records what a handler did so a later execution
 // — after an approval, a timeout, or a crash of the instance that ran it — continues where
-// the first one stopped without repeating side effects. It also stores the agent event
-// log that followers read.
+// the first one stopped without repeating side effects. It also keeps durable event logs
+// that followers read, such as an agent run's.
 //
 // # The story of a durable run
 //
@@ -62,16 +62,20 @@
 //
 // # The event log
 //
-// An agent stream is recorded under its own id ([Journal.CreateLog] creates it and opens
-// its writer; [Journal.NewLogWriter] continues an existing one). A [LogWriter]
-// turns live AG-UI events into rows: structural events one row each (Write returns the
-// seq for the SSE id: field), text and tool-argument deltas coalesced (about every 100 ms
-// or 1 KiB), commits batched to at most ten a second, a cap of 5,000 rows marked by one
-// engine.events.truncated CUSTOM row. [LogWriter.WriteEnd] stores a run's last event
-// with the queued rows and ends the stream in one write. Followers read with [Journal.ReadStream] (the
-// stream record and a batch of rows in one consistent read) and wait with
-// [Journal.Subscribe]. Rows of streams finished 24 h ago are deleted; streams left
-// unfinished for 7 days are closed with RUN_ERROR.
+// An event stream is recorded under its own id ([Journal.CreateLog] creates it and opens
+// its writer; [Journal.NewLogWriter] continues an existing one). The journal stores events
+// as opaque JSON objects; a [LogPolicy] says what they mean to the log: which are deltas
+// (pieces of text continuing the one before), which end a run's part of the log, and what
+// the journal stores when it truncates or expires a log. The agent package gives its
+// policy for its event logs; the zero policy coalesces nothing. A [LogWriter] turns live
+// events into rows: structural events one row each (Write returns the seq for the SSE
+// id: field), deltas of one type and key coalesced (about every 100 ms or 1 KiB), commits
+// batched to at most ten a second, a cap of 5,000 rows marked by one truncation row.
+// [LogWriter.WriteEnd] stores a run's last event with the queued rows and ends the stream
+// in one write. Followers read with [Journal.ReadStream] (the stream record and a batch
+// of rows in one consistent read) and wait with [Journal.Subscribe]. Rows of streams
+// finished 24 h ago are deleted; streams left unfinished for 7 days are closed with the
+// policy's expiry event.
 //
 // Reads of rows this instance committed recently are answered from its follow tail
 // ([Options.TailBytes], [Options.TailTTL]) without a database round trip. The tail holds

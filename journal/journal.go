@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bbc28f59/engine/internal/sortid"
@@ -33,8 +34,8 @@ type Options struct {
 	ApprovalDeadline time.Duration
 	// FinishedRetention is how long event rows of a finished stream are kept. Default 24h.
 	FinishedRetention time.Duration
-	// UnfinishedMaxAge is the age after which an unfinished stream is closed with RUN_ERROR.
-	// Default 7 days.
+	// UnfinishedMaxAge is the age after which an unfinished stream is closed with the
+	// expiry event of LogPolicy. Default 7 days.
 	UnfinishedMaxAge time.Duration
 	// Resumer is called with a claimed run whenever the journal resumes one; see
 	// [Journal.SetResumer].
@@ -60,10 +61,14 @@ type Options struct {
 	// Logger receives the journal's warnings: failed writes it retries or gives up on.
 	// Default: discarded.
 	Logger *slog.Logger
+	// LogPolicy is the vocabulary of the journal's event logs: retention closes an
+	// expired log with its expiry event, and a [LogWriter] whose [LogOptions] name no
+	// policy uses it. Default: the zero [LogPolicy]. See [Journal.SetLogPolicy].
+	LogPolicy *LogPolicy
 }
 
 // Journal runs durable flows on a [Driver]: it begins and claims runs, records steps and
-// parks, stores decisions exactly once, resumes runs, and keeps the agent event log.
+// parks, stores decisions exactly once, resumes runs, and keeps event logs.
 // A Journal starts nothing until [Journal.Start]; [Journal.Close] stops it.
 type Journal struct {
 	d     Driver
@@ -72,6 +77,7 @@ type Journal struct {
 
 	mu        sync.Mutex
 	resumer   func(ctx context.Context, run *Run)
+	policy    atomic.Pointer[LogPolicy] // nil: the zero policy
 	held      map[string]*Run
 	claiming  map[string]bool // claims under way, so one instance never claims a run twice at once
 	started   bool
@@ -94,6 +100,9 @@ func New(d Driver, opts Options) (*Journal, error) {
 	if opts.LeaseTTL < 0 || opts.PollInterval < 0 || opts.ApprovalDeadline < 0 ||
 		opts.CleanupInterval < 0 || opts.FinishedRetention < 0 || opts.UnfinishedMaxAge < 0 || opts.TailTTL < 0 || opts.WriteRetry < 0 {
 		return nil, errors.New("journal: durations in Options must not be negative")
+	}
+	if err := opts.LogPolicy.check(); err != nil {
+		return nil, err
 	}
 	if opts.Owner == "" {
 		host, _ := os.Hostname()
@@ -145,8 +154,10 @@ func New(d Driver, opts Options) (*Journal, error) {
 		}
 	}
 	base, cancel := context.WithCancel(context.Background())
-	return &Journal{d: d, opts: opts, resumer: opts.Resumer, held: map[string]*Run{}, claiming: map[string]bool{},
-		tails: newTails(opts.TailBytes, opts.TailTTL, opts.UnfinishedMaxAge), baseCtx: base, cancelBase: cancel}, nil
+	j := &Journal{d: d, opts: opts, resumer: opts.Resumer, held: map[string]*Run{}, claiming: map[string]bool{},
+		tails: newTails(opts.TailBytes, opts.TailTTL, opts.UnfinishedMaxAge), baseCtx: base, cancelBase: cancel}
+	j.policy.Store(opts.LogPolicy)
+	return j, nil
 }
 
 // Driver returns the driver the journal runs on.
@@ -164,6 +175,26 @@ func (j *Journal) SetResumer(fn func(ctx context.Context, run *Run)) {
 	j.mu.Lock()
 	j.resumer = fn
 	j.mu.Unlock()
+}
+
+// SetLogPolicy replaces the journal's log policy ([Options.LogPolicy]): the package that
+// owns the vocabulary of the logs an application keeps installs its own, as the engine
+// registers its resumer. It applies to writers opened and retention passes begun after
+// it; nil restores the zero policy. A policy that cannot work is refused with an error.
+func (j *Journal) SetLogPolicy(p *LogPolicy) error {
+	if err := p.check(); err != nil {
+		return err
+	}
+	j.policy.Store(p)
+	return nil
+}
+
+// logPolicy returns the journal's log policy.
+func (j *Journal) logPolicy() *LogPolicy {
+	if p := j.policy.Load(); p != nil {
+		return p
+	}
+	return plainPolicy
 }
 
 // NewRun is what [Journal.Begin] stores before a durable handler starts.

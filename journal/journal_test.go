@@ -205,7 +205,7 @@ func goroutineID() uint64 {
 func TestTailShowsAStreamsLastRowsWithItsEnd(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	j, err := journal.New(memory.New(), journal.Options{TailBytes: 1 << 20})
+	j, err := journal.New(memory.New(), journal.Options{TailBytes: 1 << 20, LogPolicy: &journal.LogPolicy{Ends: []string{"done"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestTailShowsAStreamsLastRowsWithItsEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.WriteTyped(ctx, "RUN_STARTED", []byte(`{"type":"RUN_STARTED"}`)); err != nil {
+		if _, err := w.WriteTyped(ctx, "start", []byte(`{"type":"start"}`)); err != nil {
 			t.Fatal(err)
 		}
 		if err := w.Flush(ctx); err != nil {
@@ -224,7 +224,7 @@ func TestTailShowsAStreamsLastRowsWithItsEnd(t *testing.T) {
 		}
 		ended := make(chan error, 1)
 		go func() {
-			_, err := w.WriteEnd(ctx, "RUN_FINISHED", []byte(`{"type":"RUN_FINISHED"}`))
+			_, err := w.WriteEnd(ctx, "done", []byte(`{"type":"done"}`))
 			ended <- err
 		}()
 		for {

@@ -13,9 +13,6 @@ import (
 	"github.com/bbc28f59/engine/internal/jsonx"
 )
 
-// TruncatedEventName is the CUSTOM event stored once when a stream reaches its row cap.
-const TruncatedEventName = "engine.events.truncated"
-
 // LogOptions tune a [LogWriter]. Zero values take the spec's numbers. The intervals run
 // on the wall clock, not on [Options.Now]: they pace storage, they decide nothing a run
 // can observe.
@@ -35,6 +32,9 @@ type LogOptions struct {
 	// over a stream after one that died continues past that one's reservation, so an id a
 	// live client was sent never names another event. Default 64.
 	ReserveAhead int64
+	// Policy says which events are deltas, which end a run, and what marks truncation
+	// (see [LogPolicy]). Default: the journal's ([Options.LogPolicy]).
+	Policy *LogPolicy
 }
 
 func (o *LogOptions) defaults() {
@@ -55,14 +55,14 @@ func (o *LogOptions) defaults() {
 	}
 }
 
-// LogWriter stores one live stream's AG-UI events as the follow log. Structural events
-// get a row each and their seq at once (for the live frame's id:); consecutive
-// TEXT_MESSAGE_CONTENT deltas of one messageId, or TOOL_CALL_ARGS deltas of one
-// toolCallId, are coalesced into one row. Rows are committed in batches at most every
-// CommitInterval by the writer's timer, which also seals a delta row once it is
-// FlushInterval old, so a write never reads the clock; RUN_FINISHED, RUN_ERROR,
-// [LogWriter.Flush] and [LogWriter.Close] commit synchronously. Past MaxRows deltas are
-// dropped and one engine.events.truncated CUSTOM row is stored; seq never skips.
+// LogWriter stores one live stream's events as the follow log, as its [LogPolicy] says.
+// Structural events get a row each and their seq at once (for the live frame's id:);
+// consecutive deltas of one type and key are coalesced into one row. Rows are committed
+// in batches at most every CommitInterval by the writer's timer, which also seals a
+// delta row once it is FlushInterval old, so a write never reads the clock; the policy's
+// ending events, [LogWriter.Flush] and [LogWriter.Close] commit synchronously. Past
+// MaxRows deltas are dropped and the policy's truncation marker is stored once; seq
+// never skips.
 //
 // On a durable run's stream, the rows queued when a step of the run ends are committed
 // in the step's own write ([Run.Step]). Every commit stores a reservation of
@@ -80,6 +80,7 @@ type LogWriter struct {
 	streamID string
 	run      *Run
 	opts     LogOptions
+	policy   *LogPolicy // opts.Policy, or the journal's
 	ctx      context.Context
 	opened   Stream   // the stream as it was when the writer opened it
 	openLast int64    // its last stored seq then
@@ -103,8 +104,9 @@ type LogWriter struct {
 
 type pendingDelta struct {
 	typ, id string
-	fields  map[string]json.RawMessage
-	since   time.Time // wall clock: the row is sealed FlushInterval after it
+	dt      *DeltaType                 // the policy's type of the row
+	fields  map[string]json.RawMessage // the first delta's members; nil when given by its fields
+	since   time.Time                  // wall clock: the row is sealed FlushInterval after it
 }
 
 // LogStats counts what a writer committed (for benchmarks and metrics).
@@ -119,6 +121,9 @@ type LogStats struct {
 // every commit is fenced by its lease, so close the writer before [Run.Suspend],
 // [Run.Complete] or [Run.Fail] release that lease.
 func (j *Journal) NewLogWriter(ctx context.Context, streamID string, run *Run, opts LogOptions) (*LogWriter, error) {
+	if err := opts.Policy.check(); err != nil {
+		return nil, err
+	}
 	// A run resuming while the database is away waits for it, as its writes do, rather
 	// than failing the run on a read.
 	var s Stream
@@ -155,6 +160,9 @@ func (j *Journal) CreateLog(ctx context.Context, s Stream, run *Run, opts LogOpt
 	if err := writerMayOpen(s, run); err != nil {
 		return nil, err
 	}
+	if err := opts.Policy.check(); err != nil {
+		return nil, err
+	}
 	opts.defaults()
 	if s.ID == "" {
 		return nil, errors.New("journal: stream needs an id")
@@ -186,7 +194,11 @@ func writerMayOpen(s Stream, run *Run) error {
 func (j *Journal) openLogWriter(ctx context.Context, s Stream, run *Run, last int64, fresh bool, opts LogOptions) (*LogWriter, error) {
 	opts.defaults()
 	streamID := s.ID
-	w := &LogWriter{j: j, streamID: streamID, run: run, opts: opts, ctx: context.WithoutCancel(ctx),
+	policy := opts.Policy
+	if policy == nil {
+		policy = j.logPolicy()
+	}
+	w := &LogWriter{j: j, streamID: streamID, run: run, opts: opts, policy: policy, ctx: context.WithoutCancel(ctx),
 		opened: s, openLast: last, seq: last, reserved: last, lastCommit: time.Now()}
 	if fresh {
 		w.reserved = s.Reserved
@@ -203,8 +215,9 @@ func (j *Journal) openLogWriter(ctx context.Context, s Stream, run *Run, last in
 		if err != nil {
 			return nil, err
 		}
+		marker := policy.truncated(opts.MaxRows)
 		for _, r := range rows {
-			if isTruncationMarker(r.Event) {
+			if bytes.Equal(r.Event, marker) {
 				w.truncated = true
 			}
 		}
@@ -223,58 +236,74 @@ func (w *LogWriter) Opened() (Stream, int64) { return w.opened, w.openLast }
 // an empty stream: a resumed run reads how an earlier execution ended.
 func (w *LogWriter) LastRow() (EventRow, bool) { return w.lastRow, w.lastRow.Seq > 0 }
 
-// logEvent is the part of an AG-UI event the writer looks at.
-type logEvent struct {
-	Type       string          `json:"type"`
-	MessageID  string          `json:"messageId"`
-	ToolCallID string          `json:"toolCallId"`
-	Delta      *string         `json:"delta"`
-	Name       string          `json:"name"`
-	Value      json.RawMessage `json:"value"`
-}
-
-// Write takes one AG-UI event object. It returns the row seq for a structural event and
-// 0 for a delta (deltas carry no id on the live stream).
+// Write takes one event, a JSON object whose string member "type" names its type. It
+// returns the row seq for a structural event and 0 for a delta (deltas carry no id on
+// the live stream).
 func (w *LogWriter) Write(ctx context.Context, event json.RawMessage) (int64, error) {
-	var ev logEvent
-	if err := json.Unmarshal(event, &ev); err != nil {
+	var probe struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(event, &probe); err != nil {
 		return 0, fmt.Errorf("journal: log event is not a JSON object: %w", err)
 	}
-	if ev.Type == "" {
+	if probe.Type == "" {
 		return 0, errors.New(`journal: log event has no "type"`)
 	}
-	id, delta, isDelta := ev.MessageID, "", false
-	if ev.Type == "TOOL_CALL_ARGS" {
-		id = ev.ToolCallID
+	dt := w.policy.delta(probe.Type)
+	if dt == nil {
+		return w.write(probe.Type, nil, "", "", nil, event)
 	}
-	if ev.Delta != nil && id != "" && (ev.Type == "TEXT_MESSAGE_CONTENT" || ev.Type == "TOOL_CALL_ARGS") {
-		delta, isDelta = *ev.Delta, true
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(event, &fields); err != nil {
+		return 0, fmt.Errorf("journal: log event is not a JSON object: %w", err)
 	}
-	return w.write(ev.Type, id, delta, isDelta, false, event)
+	key, hasKey, err := stringMember(fields, dt.Key)
+	if err != nil {
+		return 0, fmt.Errorf("journal: log event %s: %w", probe.Type, err)
+	}
+	text, hasText, err := stringMember(fields, dt.Text)
+	if err != nil {
+		return 0, fmt.Errorf("journal: log event %s: %w", probe.Type, err)
+	}
+	if !hasKey || key == "" || !hasText {
+		return w.write(probe.Type, nil, "", "", nil, event) // a delta of nothing: a row of its own
+	}
+	return w.write(probe.Type, dt, key, text, fields, event)
+}
+
+// stringMember decodes the string member name of an event; ok is false when it is
+// absent or null.
+func stringMember(fields map[string]json.RawMessage, name string) (s string, ok bool, err error) {
+	raw, ok := fields[name]
+	if !ok || string(raw) == "null" {
+		return "", false, nil
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false, fmt.Errorf("member %q is not a string: %w", name, err)
+	}
+	return s, true, nil
 }
 
 // WriteTyped is [LogWriter.Write] for a structural (non-delta) event whose type the
 // caller already has, so the event is stored without being parsed.
 func (w *LogWriter) WriteTyped(ctx context.Context, typ string, event json.RawMessage) (int64, error) {
-	if typ == "" || typ == "TEXT_MESSAGE_CONTENT" || typ == "TOOL_CALL_ARGS" {
+	if typ == "" || w.policy.delta(typ) != nil {
 		return 0, fmt.Errorf("journal: WriteTyped: %q is not a structural event type", typ)
 	}
-	return w.write(typ, "", "", false, false, event)
+	return w.write(typ, nil, "", "", nil, event)
 }
 
-// WriteDelta is [LogWriter.Write] for a TEXT_MESSAGE_CONTENT (id = messageId) or
-// TOOL_CALL_ARGS (id = toolCallId) event given by its fields: the hot path of a token
-// stream, which then needs neither the encoded event nor a JSON parse. Its row is the
-// event AG-UI defines for those fields, with type, the id and delta in that order.
-func (w *LogWriter) WriteDelta(ctx context.Context, typ, id, delta string) (int64, error) {
-	if typ != "TEXT_MESSAGE_CONTENT" && typ != "TOOL_CALL_ARGS" || id == "" {
-		return 0, fmt.Errorf("journal: WriteDelta: %s with id %q is not a delta event", typ, id)
-	}
+// WriteDelta is [LogWriter.Write] for a delta event given by its fields: its type, its
+// key and its text (see [DeltaType]). It is the hot path of a token stream, which then
+// needs neither the encoded event nor a JSON parse. The row is encoded with the type,
+// the key and the text in that order.
+func (w *LogWriter) WriteDelta(ctx context.Context, typ, key, text string) (int64, error) {
 	// Most deltas continue the pending row: append the text and go. The timer is already
 	// armed for that row, and a row full by size is sealed into the queue it will commit.
+	// The pending row's type is a delta type and its key is not empty, so no check is due.
 	w.mu.Lock()
-	if p := w.pending; p != nil && p.fields == nil && p.typ == typ && p.id == id && w.err == nil && !w.closed {
-		w.text = append(w.text, delta...)
+	if p := w.pending; p != nil && p.fields == nil && p.typ == typ && p.id == key && w.err == nil && !w.closed {
+		w.text = append(w.text, text...)
 		if len(w.text) >= w.opts.FlushBytes {
 			w.seal()
 		}
@@ -282,14 +311,18 @@ func (w *LogWriter) WriteDelta(ctx context.Context, typ, id, delta string) (int6
 		return 0, nil
 	}
 	w.mu.Unlock()
-	return w.write(typ, id, delta, true, true, nil)
+	dt := w.policy.delta(typ)
+	if dt == nil || key == "" {
+		return 0, fmt.Errorf("journal: WriteDelta: %s with key %q is not a delta event", typ, key)
+	}
+	return w.write(typ, dt, key, text, nil, nil)
 }
 
-// write stores one event: a delta of message or tool call id is coalesced, anything else
-// is a row of its own. shaped says a delta event holds exactly type, id and delta (it came
-// through WriteDelta), so its coalesced row is encoded directly instead of re-marshalling
-// the event's members.
-func (w *LogWriter) write(typ, id, delta string, isDelta, shaped bool, event json.RawMessage) (int64, error) {
+// write stores one event: a delta (dt set) of key is coalesced, anything else is a row of
+// its own. A delta's fields are its members when it came whole through Write; nil says
+// it came by its fields through WriteDelta, so its coalesced row is encoded directly
+// instead of re-marshalling the event's members.
+func (w *LogWriter) write(typ string, dt *DeltaType, id, delta string, fields map[string]json.RawMessage, event json.RawMessage) (int64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
@@ -299,17 +332,15 @@ func (w *LogWriter) write(typ, id, delta string, isDelta, shaped bool, event jso
 		return 0, ErrClosed
 	}
 	var seq int64
-	if isDelta {
-		if err := w.addDelta(typ, id, delta, shaped, event); err != nil {
-			return 0, err
-		}
+	if dt != nil {
+		w.addDelta(typ, dt, id, delta, fields)
 	} else {
 		w.seal()
 		seq = w.enqueue(bytes.Clone(event))
 	}
-	if typ == "RUN_FINISHED" || typ == "RUN_ERROR" || seq > w.reserved {
-		// A run end is stored at once; a seq past the stored reservation may be sent
-		// only once a reservation covers it.
+	if seq > w.reserved || dt == nil && w.policy.ends(typ) {
+		// An ending event is stored at once; a seq past the stored reservation may be
+		// sent only once a reservation covers it.
 		w.seal()
 		return seq, w.commit(w.seq + w.opts.ReserveAhead)
 	}
@@ -318,9 +349,9 @@ func (w *LogWriter) write(typ, id, delta string, isDelta, shaped bool, event jso
 }
 
 // addDelta coalesces a delta into the pending row, or starts one, honouring the row cap.
-func (w *LogWriter) addDelta(typ, id, delta string, shaped bool, raw json.RawMessage) error {
+func (w *LogWriter) addDelta(typ string, dt *DeltaType, id, delta string, fields map[string]json.RawMessage) {
 	if w.truncated {
-		return nil
+		return
 	}
 	if w.pending != nil && (w.pending.typ != typ || w.pending.id != id) {
 		w.seal()
@@ -328,18 +359,10 @@ func (w *LogWriter) addDelta(typ, id, delta string, shaped bool, raw json.RawMes
 	if w.pending == nil {
 		if w.seq >= w.opts.MaxRows {
 			w.truncated = true
-			marker := fmt.Appendf(nil, `{"type":"CUSTOM","name":%q,"value":{"maxRows":%d,"reason":"the stored log keeps at most %d rows; later deltas are not stored"}}`,
-				TruncatedEventName, w.opts.MaxRows, w.opts.MaxRows)
-			w.enqueue(marker)
-			return nil
+			w.enqueue(w.policy.truncated(w.opts.MaxRows))
+			return
 		}
-		var fields map[string]json.RawMessage
-		if !shaped {
-			if err := json.Unmarshal(raw, &fields); err != nil {
-				return fmt.Errorf("journal: log event: %w", err)
-			}
-		}
-		w.pending = &pendingDelta{typ: typ, id: id, fields: fields, since: time.Now()}
+		w.pending = &pendingDelta{typ: typ, id: id, dt: dt, fields: fields, since: time.Now()}
 		if w.text == nil {
 			w.text = make([]byte, 0, w.opts.FlushBytes+64)
 		}
@@ -348,7 +371,6 @@ func (w *LogWriter) addDelta(typ, id, delta string, shaped bool, raw json.RawMes
 	if len(w.text) >= w.opts.FlushBytes {
 		w.seal()
 	}
-	return nil
 }
 
 // seal turns the pending delta row into a queued row with the next seq. The row is
@@ -362,22 +384,12 @@ func (w *LogWriter) seal() {
 	text := w.text
 	w.text = w.text[:0]
 	if p.fields == nil {
-		// A delta of known shape: encode the row directly, type first like the live event.
-		idKey := `","messageId":`
-		if p.typ == "TOOL_CALL_ARGS" {
-			idKey = `","toolCallId":`
-		}
-		b := make([]byte, 0, len(p.typ)+len(p.id)+len(text)+len(text)/8+64)
-		b = append(b, `{"type":"`...)
-		b = append(b, p.typ...)
-		b = append(b, idKey...)
-		b = jsonx.AppendString(b, p.id)
-		b = append(b, `,"delta":`...)
-		b = jsonx.AppendBytes(b, text)
-		w.enqueue(append(b, '}'))
+		// A delta given by its fields: encode the row directly, type first like the live event.
+		b := make([]byte, 0, len(p.typ)+len(p.dt.Key)+len(p.dt.Text)+len(p.id)+len(text)+len(text)/8+64)
+		w.enqueue(p.dt.appendRow(b, p.id, text))
 		return
 	}
-	p.fields["delta"] = jsonx.AppendBytes(nil, text)
+	p.fields[p.dt.Text] = jsonx.AppendBytes(nil, text)
 	b, err := json.Marshal(p.fields)
 	if err != nil { // unreachable: fields came from valid JSON
 		w.err = err
@@ -531,11 +543,12 @@ func (w *LogWriter) Close(ctx context.Context) error {
 	return err
 }
 
-// WriteEnd writes the stream's last event, RUN_FINISHED or RUN_ERROR, and ends the
-// stream with it as [LogWriter.Finish] does: one write stores the event, every row still
-// queued, and the stream's end. It returns the event's seq; the writer is closed after.
+// WriteEnd writes the stream's last event, of one of the policy's ending types
+// ([LogPolicy.Ends]), and ends the stream with it as [LogWriter.Finish] does: one write
+// stores the event, every row still queued, and the stream's end. It returns the event's
+// seq; the writer is closed after.
 func (w *LogWriter) WriteEnd(ctx context.Context, typ string, event json.RawMessage) (int64, error) {
-	if typ != "RUN_FINISHED" && typ != "RUN_ERROR" {
+	if !w.policy.ends(typ) {
 		return 0, fmt.Errorf("journal: WriteEnd: %q does not end a run", typ)
 	}
 	w.mu.Lock()
@@ -624,10 +637,4 @@ func (w *LogWriter) Stats() LogStats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return LogStats{Rows: w.rows, Commits: w.commits}
-}
-
-// isTruncationMarker reports whether a stored event is the truncation CUSTOM row.
-func isTruncationMarker(ev json.RawMessage) bool {
-	var e logEvent
-	return json.Unmarshal(ev, &e) == nil && e.Type == "CUSTOM" && e.Name == TruncatedEventName
 }

@@ -10,6 +10,16 @@ import (
 	"github.com/bbc28f59/engine/journal/drivers/memory"
 )
 
+// agentPolicy has the deltas and ending events of the ai package's policy for its AG-UI
+// logs (ai.LogPolicy()), which the journal does not import.
+var agentPolicy = &journal.LogPolicy{
+	Deltas: []journal.DeltaType{
+		{Type: "TEXT_MESSAGE_CONTENT", Key: "messageId", Text: "delta"},
+		{Type: "TOOL_CALL_ARGS", Key: "toolCallId", Text: "delta"},
+	},
+	Ends: []string{"RUN_FINISHED", "RUN_ERROR"},
+}
+
 // BenchmarkLogWriterRun stores the event log of one plain agent run, as the ai package
 // writes it: the structural events of one step, 200 text deltas, and the run's end in the
 // write that finishes the stream. It isolates what the log costs a run on the memory
@@ -50,7 +60,7 @@ func BenchmarkLogWriterRun(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		n++
-		w, err := j.CreateLog(ctx, journal.Stream{ID: "s-" + strconv.Itoa(n)}, nil, journal.LogOptions{})
+		w, err := j.CreateLog(ctx, journal.Stream{ID: "s-" + strconv.Itoa(n)}, nil, journal.LogOptions{Policy: agentPolicy})
 		if err != nil {
 			b.Fatal(err)
 		}

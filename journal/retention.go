@@ -3,7 +3,6 @@ package journal
 import (
 	"context"
 	"errors"
-	"fmt"
 )
 
 // CleanupResult reports what one retention pass did.
@@ -12,14 +11,16 @@ type CleanupResult struct {
 	Leader bool
 	// Deleted counts streams finished before the retention window, removed with their rows.
 	Deleted int
-	// Closed counts unfinished streams past the age limit, closed with RUN_ERROR.
+	// Closed counts unfinished streams past the age limit, closed with the expiry event
+	// of the journal's log policy.
 	Closed int
 }
 
 // CleanupOnce runs retention when this instance holds (or takes) the scheduler lease:
 // streams finished more than FinishedRetention ago are deleted with their rows; streams
-// unfinished and older than UnfinishedMaxAge get one RUN_ERROR row, are marked finished
-// and lose their earlier rows (the RUN_ERROR row stays until the finished rule removes it).
+// unfinished and older than UnfinishedMaxAge get one row, the expiry event of the
+// journal's log policy ([LogPolicy.Expired]), are marked finished and lose their earlier
+// rows (the expiry row stays until the finished rule removes it).
 func (j *Journal) CleanupOnce(ctx context.Context) (CleanupResult, error) {
 	var res CleanupResult
 	if err := j.checkOpen(); err != nil {
@@ -35,13 +36,14 @@ func (j *Journal) CleanupOnce(ctx context.Context) (CleanupResult, error) {
 		return res, err
 	}
 	res.Leader = true
+	policy := j.logPolicy()
 	for {
 		stale, err := j.d.StaleStreams(ctx, now.Add(-j.opts.UnfinishedMaxAge), recoverBatch)
 		if err != nil {
 			return res, err
 		}
 		for _, s := range stale {
-			ev := fmt.Appendf(nil, `{"type":"RUN_ERROR","message":"run did not finish within %s; closed by the journal","code":"JournalRunExpired"}`, j.opts.UnfinishedMaxAge)
+			ev := policy.expired(j.opts.UnfinishedMaxAge)
 			j.tails.drop(s.ID)
 			if err := j.d.CloseStream(ctx, s.ID, ev, now); err != nil && !errors.Is(err, ErrNotFound) {
 				return res, err

@@ -426,6 +426,9 @@ func (r *Run) renew(ctx context.Context) {
 // takeover continues has begun, and the client that was shown its first ids and a
 // follower of what is stored see the same run.
 func (r *Run) CreateLogStep(ctx context.Context, name string, newStream func() Stream, opts LogOptions) (*LogWriter, error) {
+	if err := opts.Policy.check(); err != nil {
+		return nil, err
+	}
 	opts.defaults()
 	var s Stream
 	fresh := false

@@ -25,7 +25,7 @@ func Benchmark(b *testing.B, newDriver func(b *testing.B) journal.Driver, newBas
 	b.Run("Cycle", func(b *testing.B) {
 		d := newDriver(b)
 		clock := NewClock()
-		j, err := journal.New(d, journal.Options{Owner: "bench", Now: clock.Now})
+		j, err := journal.New(d, journal.Options{Owner: "bench", Now: clock.Now, LogPolicy: policy})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -55,7 +55,7 @@ func Benchmark(b *testing.B, newDriver func(b *testing.B) journal.Driver, newBas
 	})
 	b.Run("Append", func(b *testing.B) {
 		d := newDriver(b)
-		j, err := journal.New(d, journal.Options{Owner: "bench"})
+		j, err := journal.New(d, journal.Options{Owner: "bench", LogPolicy: policy})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func Benchmark(b *testing.B, newDriver func(b *testing.B) journal.Driver, newBas
 	for _, rate := range []int{50, 200, 1000} {
 		b.Run(fmt.Sprintf("Coalesce/%d-deltas-per-s", rate), func(b *testing.B) {
 			d := newDriver(b)
-			j, err := journal.New(d, journal.Options{Owner: "bench"})
+			j, err := journal.New(d, journal.Options{Owner: "bench", LogPolicy: policy})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -279,7 +279,7 @@ func logWriterCases() []testCase {
 			got := events(t, rs)
 			markers, deltasAfter, ends := 0, 0, 0
 			for i, ev := range got {
-				if ev["type"] == "CUSTOM" && ev["name"] == journal.TruncatedEventName {
+				if ev["type"] == "CUSTOM" && ev["name"] == truncatedName {
 					markers++
 					// Rows 1..10 fill the cap; m-4's START is row 11; its delta is the
 					// first dropped one, so the marker is row 12.

@@ -268,7 +268,7 @@ func runModel(t *testing.T, e *env, seed uint64, ops int) {
 func (m *model) start(inst *instance) {
 	inst.gen++
 	inst.fd, inst.lastFault = newFaultDriver(m.e.d), time.Time{}
-	opts := journal.Options{Owner: inst.owner, LeaseTTL: leaseTTL, Now: m.e.clock.Now,
+	opts := journal.Options{Owner: inst.owner, LeaseTTL: leaseTTL, Now: m.e.clock.Now, LogPolicy: policy,
 		Resumer: func(ctx context.Context, r *journal.Run) {
 			inst.resumed <- r
 			select { // the model drives the run; a crashed instance's runs stay held

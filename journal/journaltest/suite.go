@@ -7,6 +7,7 @@ package journaltest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -66,6 +67,26 @@ func Run(t *testing.T, newDriver func(t *testing.T) journal.Driver) {
 // leaseTTL is the lease used by the suite's journals.
 const leaseTTL = 10 * time.Second
 
+// policy is the log vocabulary of the suite's journals. Its events are shaped like the
+// agent events the journal mostly stores, so a case reads like a real log; the journal
+// itself knows none of these names.
+var policy = &journal.LogPolicy{
+	Deltas: []journal.DeltaType{
+		{Type: "TEXT_MESSAGE_CONTENT", Key: "messageId", Text: "delta"},
+		{Type: "TOOL_CALL_ARGS", Key: "toolCallId", Text: "delta"},
+	},
+	Ends: []string{"RUN_FINISHED", "RUN_ERROR"},
+	Truncated: func(maxRows int64) json.RawMessage {
+		return fmt.Appendf(nil, `{"type":"CUSTOM","name":%q,"value":{"maxRows":%d}}`, truncatedName, maxRows)
+	},
+	Expired: func(maxAge time.Duration) json.RawMessage {
+		return fmt.Appendf(nil, `{"type":"RUN_ERROR","message":"run did not finish within %s","code":"RunExpired"}`, maxAge)
+	},
+}
+
+// truncatedName names the suite's truncation marker, a CUSTOM event.
+const truncatedName = "journaltest.truncated"
+
 // env is the small setup bundle every case gets.
 type env struct {
 	t     *testing.T
@@ -87,7 +108,7 @@ func (e *env) journal(owner string, mods ...func(*journal.Options)) *journal.Jou
 // journalOn is [env.journal] on d, which may wrap the shared driver.
 func (e *env) journalOn(d journal.Driver, owner string, mods ...func(*journal.Options)) *journal.Journal {
 	e.t.Helper()
-	opts := journal.Options{Owner: owner, LeaseTTL: leaseTTL, Now: e.clock.Now}
+	opts := journal.Options{Owner: owner, LeaseTTL: leaseTTL, Now: e.clock.Now, LogPolicy: policy}
 	for _, m := range mods {
 		m(&opts)
 	}
