@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/internal/ext"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -119,7 +120,7 @@ func Install(opts Options) engine.Option {
 			// The journal's retention closes a run's log with RUN_ERROR ([LogPolicy]).
 			// Checks run once every option is applied, so the journal is known here
 			// whatever the order of the options.
-			if j := app.Journal(); j != nil {
+			if j := durable.JournalOf(app); j != nil {
 				return j.SetLogPolicy(logPolicy)
 			}
 			return nil

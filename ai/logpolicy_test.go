@@ -9,6 +9,7 @@ import (
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai"
 	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/memory"
 )
@@ -112,7 +113,7 @@ func TestInstallGivesTheJournalTheLogPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The routes before the journal: the order of the options does not matter.
-	if _, err := engine.New(ai.Install(ai.Options{}), engine.WithJournal(j)); err != nil {
+	if _, err := engine.New(ai.Install(ai.Options{}), durable.With(j)); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.CreateStream(ctx, journal.Stream{ID: "run-1"}); err != nil {
