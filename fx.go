@@ -146,14 +146,28 @@ func (fx *Fx) metaJSON() (json.RawMessage, error) {
 	return json.Marshal(st.meta)
 }
 
-// newCallKey returns the key of a call outside any durable run: "call_" and 32 hex
-// digits laid out as run ids are (48 bits of Unix milliseconds, then 80 random bits), so
-// keys stored as a primary key, as the idempotency key of an effect is, insert at the
-// right edge of its index. It is made here, not by internal/sortid, so that this package,
-// which every client links, imports nothing the journal does.
+// newCallKey returns the key of a call outside any durable run: "call_" and a UUIDv7
+// (RFC 9562), time-ordered like every id the engine makes, so keys stored as a primary
+// key, as the idempotency key of an effect is, insert at the right edge of its index.
+// The other packages make their UUIDv7s with github.com/google/uuid; this one lays the
+// same bytes out itself, because that library links database/sql/driver into every
+// client (see internal/clientsize).
 func newCallKey() string {
 	var b [16]byte
 	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16)
 	_, _ = rand.Read(b[6:])
-	return "call_" + hex.EncodeToString(b[:])
+	b[6] = 0x70 | b[6]&0x0f // version 7
+	b[8] = 0x80 | b[8]&0x3f // variant 10
+	var out [41]byte
+	copy(out[:], "call_")
+	hex.Encode(out[5:13], b[0:4])
+	out[13] = '-'
+	hex.Encode(out[14:18], b[4:6])
+	out[18] = '-'
+	hex.Encode(out[19:23], b[6:8])
+	out[23] = '-'
+	hex.Encode(out[24:28], b[8:10])
+	out[28] = '-'
+	hex.Encode(out[29:41], b[10:16])
+	return string(out[:])
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bbc28f59/engine"
+	"github.com/google/uuid"
 )
 
 var keyed = engine.NewUnit("keyed")
@@ -97,8 +98,11 @@ func TestACallOutsideDurableRunsHasAFreshKeyOfItsOwn(t *testing.T) {
 		if err := json.Unmarshal(raw, &got); err != nil {
 			t.Fatal(err)
 		}
-		if got[0] != got[1] || !regexp.MustCompile(`^call_[0-9a-f]{32}$`).MatchString(got[0]) {
-			t.Fatalf("keys %q: want one call_ key of 32 hex digits per call", got)
+		if got[0] != got[1] || !regexp.MustCompile(`^call_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(got[0]) {
+			t.Fatalf("keys %q: want one call_ key (a UUIDv7) per call", got)
+		}
+		if u, err := uuid.Parse(strings.TrimPrefix(got[0], "call_")); err != nil || u.Version() != 7 || u.Variant() != uuid.RFC4122 {
+			t.Fatalf("key %s is not a UUIDv7 to github.com/google/uuid: %v", got[0], err)
 		}
 		keys = append(keys, got[0])
 	}

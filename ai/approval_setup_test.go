@@ -419,7 +419,7 @@ func apToolMessage(t *testing.T, m *openaitest.Server, callID string) string {
 
 var (
 	apExpiresRe = regexp.MustCompile(`"expiresAt":"[^"]*"`)
-	apRunIDRe   = regexp.MustCompile(`run_[0-9a-f]{32}`)
+	apRunIDRe   = regexp.MustCompile(`run_[0-9a-f-]{36}`)
 )
 
 // apRecord normalises a follow transcript that ended cleanly (agent run ids,

@@ -57,7 +57,7 @@ func blocks(t *testing.T, raw string) []sseBlock {
 }
 
 var (
-	runIDPattern       = regexp.MustCompile(`run_[0-9a-f]{32}`)
+	runIDPattern       = regexp.MustCompile(`run_[0-9a-f-]{36}`)
 	interruptIDPattern = regexp.MustCompile(`"id":"[A-Za-z0-9_-]{16,}"`)
 	expiresPattern     = regexp.MustCompile(`"expiresAt":"[^"]*"`)
 )
@@ -176,12 +176,12 @@ func compareGolden(t *testing.T, name, got string) {
 // ids are renumbered, and run ids are named in order of appearance.
 func TestNormalise(t *testing.T) {
 	t.Parallel()
-	raw := "id: 7\ndata: {\"type\":\"RUN_STARTED\",\"threadId\":\"run_0123456789abcdef0123456789abcdef\",\"runId\":\"run_0123456789abcdef0123456789abcdef\"}\n\n" +
+	raw := "id: 7\ndata: {\"type\":\"RUN_STARTED\",\"threadId\":\"run_01234567-89ab-7def-8123-456789abcdef\",\"runId\":\"run_01234567-89ab-7def-8123-456789abcdef\"}\n\n" +
 		"id: 9\ndata: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m-1\",\"delta\":\"a\"}\n\n" +
 		"id: 10\ndata: {\"delta\":\"b\",\"messageId\":\"m-1\",\"type\":\"TEXT_MESSAGE_CONTENT\"}\n\n" +
 		"id: 11\ndata: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m-2\",\"delta\":\"c\"}\n\n" +
 		": ping\n\n" +
-		"data: {\"type\":\"CUSTOM\",\"name\":\"x\",\"value\":{\"runId\":\"run_ffffffffffffffffffffffffffffffff\"}}\n\n"
+		"data: {\"type\":\"CUSTOM\",\"name\":\"x\",\"value\":{\"runId\":\"run_ffffffff-ffff-7fff-bfff-ffffffffffff\"}}\n\n"
 	got := normalise(t, raw, true)
 	want := "id: 1\ndata: {\"type\":\"RUN_STARTED\",\"threadId\":\"run_X\",\"runId\":\"run_X\"}\n\n" +
 		"id: 2\ndata: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m-1\",\"delta\":\"ab\"}\n\n" +

@@ -103,7 +103,7 @@ func TestInputErrors(t *testing.T) {
 	eq(t, "model requests", w.model.RequestCount(), 0)
 }
 
-var runIDShape = regexp.MustCompile(`^run_[0-9a-f]{32}$`)
+var runIDShape = regexp.MustCompile(`^run_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 // TestThreadID checks that the thread id defaults to the run id, which is unique per run
 // and random (never a counter), and that an explicit thread id is used in RUN_STARTED

@@ -13,9 +13,9 @@ import (
 	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/httpx"
 	"github.com/bbc28f59/engine/internal/jsonx"
-	"github.com/bbc28f59/engine/internal/sortid"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/google/uuid"
 )
 
 // RunOptions are the options of [Run].
@@ -316,6 +316,6 @@ func (r *AgentRun) flowOf(wire string) string {
 	return wire
 }
 
-// newRunID makes an agent run id, which is also its event log's stream id: time-ordered,
-// so the log's rows go to the right edge of the stream indexes (see [sortid.New]).
-func newRunID() string { return "run_" + sortid.New() }
+// newRunID makes an agent run id, which is also its event log's stream id: "run_" and a
+// UUIDv7, time-ordered, so the log's rows go to the right edge of the stream indexes.
+func newRunID() string { return "run_" + uuid.Must(uuid.NewV7()).String() }

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bbc28f59/engine/internal/sortid"
+	"github.com/google/uuid"
 )
 
 // Options configure a [Journal]. Zero values take the documented defaults.
@@ -216,7 +216,7 @@ func (j *Journal) Begin(ctx context.Context, nr NewRun) (*Run, error) {
 		return nil, err
 	}
 	if nr.ID == "" {
-		nr.ID = sortid.New()
+		nr.ID = uuid.Must(uuid.NewV7()).String()
 	}
 	now := j.now()
 	rec := RunRecord{ID: nr.ID, Flow: nr.Flow, Input: nr.Input, Principal: nr.Principal, Tenant: nr.Tenant,

@@ -14,7 +14,8 @@ var forbidden = []string{
 	"github.com/bbc28f59/engine/journal", // and its drivers
 	"github.com/bbc28f59/engine/durable",
 	"github.com/bbc28f59/engine/ai",
-	"github.com/bbc28f59/engine/internal/sortid",
+	"github.com/bbc28f59/engine/gate",
+	"github.com/bbc28f59/engine/store",
 	"net/http/httptest",
 	"database/sql",
 	"github.com/uptrace/bun",
