@@ -57,8 +57,8 @@ type Route struct {
 	Path   string `json:"path"`
 }
 
-// Routes is the runtime route map (the spec's $routes): unit → flow → route, for flows
-// with an HTTP trigger.
+// Routes is the runtime route map (the reference contract's $routes): unit → flow →
+// route, for flows with an HTTP trigger.
 type Routes map[string]map[string]Route
 
 func (r Routes) add(f *FlowDef) {
