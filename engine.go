@@ -208,8 +208,8 @@ func (a *App) checkConfig() error {
 // Logger returns the app's logger.
 func (a *App) Logger() *slog.Logger { return a.logger }
 
-// Routes returns the route map of the flows with an HTTP trigger (the spec's $routes),
-// for a client that calls over REST.
+// Routes returns the route map of the flows with an HTTP trigger (the reference
+// contract's $routes), for a client that calls over REST.
 func (a *App) Routes() Routes {
 	r := Routes{}
 	for _, b := range a.order {

@@ -203,7 +203,7 @@ func Conflict(format string, args ...any) *Error {
 }
 
 // Unauthorized returns the gate denial for a missing or invalid access token. Its data is
-// the empty object, as the spec requires.
+// the empty object, as the protocol requires.
 func Unauthorized() *Error { return NewError(CodeUnauthorized, struct{}{}) }
 
 // Forbidden returns the gate denial of a scope or policy check.

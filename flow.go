@@ -58,8 +58,8 @@ type Route struct {
 	Path   string `json:"path"`
 }
 
-// Routes is the runtime route map (the spec's $routes): unit → flow → route, for flows
-// with an HTTP trigger.
+// Routes is the runtime route map (the reference contract's $routes): unit → flow →
+// route, for flows with an HTTP trigger.
 type Routes map[string]map[string]Route
 
 func (r Routes) add(f *FlowDef) {
@@ -128,8 +128,10 @@ func (f *FlowDef) ErrorSpec(code string) (ErrorSpec, bool) {
 	return nil, false
 }
 
-// InputType and OutputType return the flow's Go types.
-func (f *FlowDef) InputType() reflect.Type  { return f.inType }
+// InputType returns the Go type of the flow's input.
+func (f *FlowDef) InputType() reflect.Type { return f.inType }
+
+// OutputType returns the Go type of the flow's output.
 func (f *FlowDef) OutputType() reflect.Type { return f.outType }
 
 // InputSchema returns the JSON Schema inferred from the input type (with any
@@ -157,17 +159,33 @@ func (f *Flow[In, Out]) ID() string { return f.def.ID() }
 // FlowOption configures a flow declaration.
 type FlowOption func(*FlowDef) error
 
-// GET, POST, PUT, PATCH and DELETE give the flow an HTTP trigger. Path segments of the
-// form :name are filled from the same-named input field.
-func GET(path string) FlowOption    { return Trigger(http.MethodGet, path) }
-func POST(path string) FlowOption   { return Trigger(http.MethodPost, path) }
-func PUT(path string) FlowOption    { return Trigger(http.MethodPut, path) }
-func PATCH(path string) FlowOption  { return Trigger(http.MethodPatch, path) }
+// GET gives the flow the HTTP trigger GET path. Path segments of the form :name are
+// filled from the same-named input field, the other fields from the query string. A HEAD
+// request to the path is served by the same flow unless another declares HEAD for it. See
+// [Trigger] for the path rules.
+func GET(path string) FlowOption { return Trigger(http.MethodGet, path) }
+
+// POST gives the flow the HTTP trigger POST path. Path segments of the form :name are
+// filled from the same-named input field, the other fields from the JSON body.
+func POST(path string) FlowOption { return Trigger(http.MethodPost, path) }
+
+// PUT gives the flow the HTTP trigger PUT path. Path segments of the form :name are
+// filled from the same-named input field, the other fields from the JSON body.
+func PUT(path string) FlowOption { return Trigger(http.MethodPut, path) }
+
+// PATCH gives the flow the HTTP trigger PATCH path. Path segments of the form :name are
+// filled from the same-named input field, the other fields from the JSON body.
+func PATCH(path string) FlowOption { return Trigger(http.MethodPatch, path) }
+
+// DELETE gives the flow the HTTP trigger DELETE path. Path segments of the form :name
+// are filled from the same-named input field, the other fields from the JSON body.
 func DELETE(path string) FlowOption { return Trigger(http.MethodDelete, path) }
 
 var paramName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// Trigger gives the flow an HTTP trigger with any method.
+// Trigger gives the flow an HTTP trigger: method is GET, HEAD, POST, PUT, PATCH or
+// DELETE; path starts with "/", is not under /_engine/ (reserved for RPC and the
+// descriptor), and names input fields with :name segments. Mistakes are reported by [New].
 func Trigger(method, path string) FlowOption {
 	return func(f *FlowDef) error {
 		method = strings.ToUpper(method)

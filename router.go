@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// router matches REST triggers. It is ours rather than http.ServeMux because the spec
+// router matches REST triggers. It is ours rather than http.ServeMux because the protocol
 // needs envelope answers for unknown routes and wrong methods, which ServeMux writes as
 // plain text; matched path values are still set with r.SetPathValue so handlers and
 // middleware read them the standard way.

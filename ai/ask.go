@@ -24,14 +24,14 @@ type AskOptions struct {
 }
 
 // BudgetExceededError is returned by [Ask] when a prompt cost more than its
-// MaxCostPerCall. Its name is AiBudgetExceededError, as the spec's clients know it.
+// MaxCostPerCall. Its name is AiBudgetExceededError, as the reference contract names it.
 type BudgetExceededError struct {
 	Prompt string
 	Cost   float64
 	Max    float64
 }
 
-// Name returns the error's name in the spec's vocabulary.
+// Name returns the error's name in the reference contract's vocabulary.
 func (*BudgetExceededError) Name() string { return "AiBudgetExceededError" }
 
 func (e *BudgetExceededError) Error() string {

@@ -10,7 +10,7 @@ import (
 	"github.com/bbc28f59/engine/bench/internal/agentbench"
 )
 
-// BenchmarkAgentStream (issue 5) streams N concurrent agent runs of M text deltas each
+// BenchmarkAgentStream streams N concurrent agent runs of M text deltas each
 // through the scripted provider over loopback TCP, read with the real SSE reader, on a
 // memory journal so the event log writer runs; the flow is plain ("agent") or durable
 // ("durable"). "unlogged" is the plain flow in an app without a journal: the streaming
@@ -77,7 +77,7 @@ func BenchmarkAgentStream(b *testing.B) {
 	}
 }
 
-// BenchmarkAgentHandler (issue 5) serves one streamed run at a time through each target's
+// BenchmarkAgentHandler serves one streamed run at a time through each target's
 // handler in the process, with no network: the agent flows' cost per run against the raw
 // handler replaying the same frames. It is the low-noise companion of
 // BenchmarkAgentStream, for telling whether a change to the agent path helped: ns/op is
@@ -104,7 +104,7 @@ func BenchmarkAgentHandler(b *testing.B) {
 	}
 }
 
-// BenchmarkAgentIdleMemory (issue 5) holds 500 idle streams open per target — agent runs
+// BenchmarkAgentIdleMemory holds 500 idle streams open per target — agent runs
 // whose model waits an hour before its first chunk, and a raw SSE handler that sends the
 // same opening frames and blocks — and reports HeapInuse+StackInuse growth per open
 // stream (after a GC, before and after opening; the client side is a bare TCP connection

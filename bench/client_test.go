@@ -14,7 +14,7 @@ import (
 	"github.com/bbc28f59/engine/clientx"
 )
 
-// BenchmarkClientCall (issue 2, client side) calls the engine server with the typed
+// BenchmarkClientCall (client side) calls the engine server with the typed
 // client (clientx.Call) and with a raw http.Client doing the same JSON work (encode the
 // input, send, read the body, decode the envelope into the output type), alternating
 // serially on one shared *http.Client so only the client code differs. extra-µs/call is
@@ -108,7 +108,7 @@ func clientCases(tb testing.TB, s *flowServer, doer clientx.Doer, base string) [
 	}}
 }
 
-// BenchmarkClientOverhead (issue 2, client side, no network) runs the same typed and raw
+// BenchmarkClientOverhead (client side, no network) runs the same typed and raw
 // calls against an in-memory Doer that answers every request with the reply the real
 // server gave for its path (recorded once at setup), alternating in one loop. With no
 // server and no sockets in the measurement, extra-ns/call is the typed client's own cost

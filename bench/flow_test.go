@@ -17,7 +17,7 @@ import (
 	"github.com/bbc28f59/engine"
 )
 
-// The flows of issue 2: a REST GET with a path parameter, and a POST with a small JSON
+// The flows measured: a REST GET with a path parameter, and a POST with a small JSON
 // body that is also called over RPC.
 type squareIn struct {
 	N int `json:"n"`
@@ -163,7 +163,7 @@ func (s *flowServer) send(method, path string, body []byte, want string) error {
 	return nil
 }
 
-// BenchmarkFlowCall (issue 2, server side) calls each shape of flow over loopback TCP and
+// BenchmarkFlowCall (server side) calls each shape of flow over loopback TCP and
 // the raw net/http handler doing the same JSON work, alternating in one run under
 // RunParallel load (4 goroutines per core). x-raw is engine throughput as a fraction of
 // raw throughput (raw time per call ÷ engine time per call; target ≥ 0.85).

@@ -8,11 +8,11 @@ import (
 	"github.com/bbc28f59/engine/bench/internal/agentbench"
 )
 
-// drivers are the journal drivers the issue 6 benchmarks run on; Postgres skips with the
-// reason when ENGINE_TEST_POSTGRES_DSN is unset.
+// drivers are the journal drivers the follow and approval benchmarks run on; Postgres
+// skips with the reason when ENGINE_TEST_POSTGRES_DSN is unset.
 var drivers = []string{agentbench.Memory, agentbench.SQLite, agentbench.Postgres}
 
-// BenchmarkFollowResume (issue 6) reconnects to GET /agent/runs/:runId/events of a
+// BenchmarkFollowResume reconnects to GET /agent/runs/:runId/events of a
 // finished durable run (100 deltas, stored rows) with Last-Event-ID set to the middle of
 // its log and times the first frame, alternating serially with a plain request — a tiny
 // RPC flow call read to its end — in the same run. x-plain is resume latency over plain
@@ -83,7 +83,7 @@ func benchFollowResume(b *testing.B, opts agentbench.Options) {
 	b.ReportMetric(float64(f)/float64(p), "x-plain")
 }
 
-// BenchmarkApprovalCycle (issue 6) runs park → decide → resume cycles through the real
+// BenchmarkApprovalCycle runs park → decide → resume cycles through the real
 // routes: POST a durable chat flow whose agent calls a tool that needs approval (the run
 // parks; its stream ends with the interrupt), POST /agent/approvals/approve, and follow
 // the run from the last frame seen until it finishes with the tool's result. One op is

@@ -1,5 +1,5 @@
-// Package clientx is the typed Go client of an engine app: the Go form of the spec's
-// createClient.
+// Package clientx is the typed Go client of an engine app (the Go form of the reference
+// contract's createClient), speaking the wire protocol described in docs/protocol.md.
 //
 // Types come from the flow declarations themselves, so there is no code generation. A
 // client built with [ForApp] takes its REST routes from the app value; one built with

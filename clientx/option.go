@@ -11,7 +11,7 @@ import (
 	"github.com/bbc28f59/engine"
 )
 
-// Doer sends one HTTP request: the spec's fetch option. *http.Client satisfies it, and
+// Doer sends one HTTP request: the reference contract's fetch option. *http.Client satisfies it, and
 // so does [InProcess] for serving an app in memory.
 type Doer interface {
 	Do(*http.Request) (*http.Response, error)
@@ -30,7 +30,7 @@ type Retry struct {
 	Backoff float64
 }
 
-// The spec's retry defaults.
+// The reference contract's retry defaults.
 const (
 	DefaultRetryDelay   = 50 * time.Millisecond
 	DefaultRetryBackoff = 2.0
@@ -83,7 +83,7 @@ func newConfig(opts []Option) (*config, error) {
 	return cfg, errors.Join(errs...)
 }
 
-// WithDoer sets the HTTP implementation (the spec's fetch). The default is a shared
+// WithDoer sets the HTTP implementation (the reference contract's fetch). The default is a shared
 // *http.Client whose transport keeps connections alive.
 func WithDoer(d Doer) Option {
 	return optionFunc(func(c *config) error {
@@ -188,7 +188,7 @@ func WithClientAuth(build func(c *Client) Auth) Option {
 	})
 }
 
-// WithRoutes sets the runtime route map (the spec's $routes, as from
+// WithRoutes sets the runtime route map (the reference contract's $routes, as from
 // [engine.App.Routes] or [engine.RoutesOf]); flows found in it are called over REST.
 func WithRoutes(r engine.Routes) Option {
 	return optionFunc(func(c *config) error {

@@ -41,10 +41,10 @@ type Meta struct {
 	Raw json.RawMessage
 }
 
-// OK reports whether the call succeeded (the spec's isOk).
+// OK reports whether the call succeeded (the reference contract's isOk).
 func (r Result[T]) OK() bool { return r.Error == nil }
 
-// Failed reports whether the call failed (the spec's isFail).
+// Failed reports whether the call failed (the reference contract's isFail).
 func (r Result[T]) Failed() bool { return r.Error != nil }
 
 // IsOk reports whether r succeeded; the function form of [Result.OK].

@@ -22,7 +22,7 @@ import (
 // TransportError, so a misbehaving server cannot make the client buffer without end.
 const MaxResponseBytes = 32 << 20
 
-// Transport is the low-level HTTP layer the client is built on (the spec's
+// Transport is the low-level HTTP layer the client is built on (the reference contract's
 // createTransport): headers, bearer auth with one refresh on 401, a per-attempt
 // timeout and retries with backoff. It knows nothing of envelopes, so it also serves
 // routes that are not flows. It is safe for concurrent use.

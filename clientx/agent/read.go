@@ -95,7 +95,7 @@ func ReadFrames(body io.Reader) iter.Seq2[Frame, error] {
 	}
 }
 
-// ReadAgentEvents is [ReadFrames] without the ids: the Go form of the contract's
+// ReadAgentEvents is [ReadFrames] without the ids: the Go form of the reference contract's
 // readAgentEvents.
 func ReadAgentEvents(body io.Reader) iter.Seq2[agui.Event, error] {
 	return func(yield func(agui.Event, error) bool) {

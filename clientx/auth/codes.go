@@ -2,7 +2,7 @@ package auth
 
 import "github.com/bbc28f59/engine"
 
-// The common auth codes (the spec's AUTH_ERROR_CODES): the gate denials any gated flow
+// The common auth codes (the reference contract's AUTH_ERROR_CODES): the gate denials any gated flow
 // may answer with, and the declared codes of the auth flows.
 const (
 	CodeUnauthorized       = engine.CodeUnauthorized

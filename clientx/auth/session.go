@@ -33,7 +33,7 @@ type TokenSet struct {
 	ExpiresAt time.Time `json:"expiresAt"`
 }
 
-// MemorySession keeps a token set in memory (the spec's memorySession). It is safe for
+// MemorySession keeps a token set in memory (the reference contract's memorySession). It is safe for
 // concurrent use; concurrent refreshes are coalesced into one call of auth.refresh, so
 // a burst of 401s does not spend the rotating refresh token twice.
 type MemorySession struct {

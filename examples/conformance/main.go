@@ -1,5 +1,5 @@
-// Command conformance is the reference app of the service contract: every behaviour of
-// the spec over real HTTP, so any client can check the wire against it. Each capability
+// Command conformance is the reference app of the wire protocol (docs/protocol.md): every
+// behaviour of it over real HTTP, so any client can check the wire against it. Each capability
 // adds its units in a file of its own (math.go, auth.go, …) through [register].
 //
 //	go run ./examples/conformance

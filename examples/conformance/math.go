@@ -8,8 +8,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// The math unit: public flows over RPC and REST, a declared error code, path, query and
-// body mapping.
+// Math is the math unit: public flows over RPC and REST, a declared error code, path,
+// query and body mapping.
 var Math = engine.NewUnit("math")
 
 type AddIn struct {

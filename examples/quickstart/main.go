@@ -1,6 +1,7 @@
 // Command quickstart is a small engine app that needs no set-up: flows over REST and RPC,
 // a durable agent on an embedded SQLite journal, and a human-in-the-loop approval. The
-// agent's model is an offline scripted one unless OPENAI_API_KEY is set.
+// agent's model is an offline scripted one, so the quickstart links no provider SDK and
+// needs no key; examples/provider runs an agent on OpenAI or Anthropic.
 //
 //	go run ./examples/quickstart
 package main
@@ -24,7 +25,6 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai"
-	"github.com/bbc28f59/engine/ai/providers/openai"
 	"github.com/bbc28f59/engine/ai/providers/scripted"
 	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/examples/quickstart/contract"
@@ -141,20 +141,9 @@ func newApp(dbPath string, logger *slog.Logger) (*engine.App, func(), error) {
 	return app, func() { _ = db.Close() }, nil
 }
 
-// model is OpenAI when OPENAI_API_KEY is set (OPENAI_BASE_URL and OPENAI_MODEL optional),
-// else an offline scripted model that understands "weather in <city>" and
-// "send <amount> to <name>".
+// model is an offline scripted model that understands "weather in <city>" and
+// "send <amount> to <name>". A real model is one line instead: see examples/provider.
 func model() *ai.ModelDef {
-	if key := os.Getenv("OPENAI_API_KEY"); key != "" {
-		p, err := openai.New(openai.Options{APIKey: key, BaseURL: os.Getenv("OPENAI_BASE_URL")})
-		if err == nil {
-			name := os.Getenv("OPENAI_MODEL")
-			if name == "" {
-				name = "gpt-4o-mini"
-			}
-			return ai.Model("openai", p, name, ai.WithPricing(0.15, 0.6))
-		}
-	}
 	return ai.Model("offline", scripted.Func(offlineTurn), "offline")
 }
 

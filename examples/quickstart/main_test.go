@@ -20,7 +20,6 @@ import (
 // TestQuickstart runs what the quickstart prints: the flows through the typed client,
 // the offline agent calling a tool, and a transfer that parks, is approved and resumes.
 func TestQuickstart(t *testing.T) {
-	t.Setenv("OPENAI_API_KEY", "") // the offline model, whatever the environment says
 	app, closeDB, err := newApp(filepath.Join(t.TempDir(), "quickstart.db"), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-// Command agentbench measures agent streaming (issue 5) outside `go test`: N concurrent
+// Command agentbench measures agent streaming outside `go test`: N concurrent
 // agent runs of M text deltas on the scripted provider, over loopback, against a raw SSE
 // handler writing the same frames, and the memory an idle open stream holds. The targets
 // are raw, agent-unlogged (the plain flow in an app without a journal, so without an event

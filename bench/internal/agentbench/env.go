@@ -1,8 +1,9 @@
-// Package agentbench is the shared harness of the agent benchmarks (issues 5 and 6): an
-// engine app whose agents run on the scripted provider, served over loopback TCP next to
-// raw SSE handlers that write the same frames, and a client that reads both with the
-// real SSE reader. The benchmarks in bench/ and the agentbench command both drive it, so
-// the numbers in bench/results.md come from one implementation.
+// Package agentbench is the shared harness of the agent benchmarks (agent streaming,
+// follow resume, approval cycles): an engine app whose agents run on the scripted
+// provider, served over loopback TCP next to raw SSE handlers that write the same frames,
+// and a client that reads both with the real SSE reader. The benchmarks in bench/ and the
+// agentbench command both drive it, so the numbers in bench/README.md come from one
+// implementation.
 package agentbench
 
 import (
@@ -87,7 +88,7 @@ type TransferOut struct {
 	OK bool `json:"ok"`
 }
 
-// Empty is the input and output of the ping flow, the "plain request" of issue 6.
+// Empty is the input and output of the ping flow, the "plain request" of the follow-resume benchmark.
 type Empty struct{}
 
 // The harness flows. Streamed runs come in a plain and a durable form so the journal's

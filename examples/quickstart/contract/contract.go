@@ -51,7 +51,7 @@ var (
 // Tools is the unit of the agent's tools.
 var Tools = engine.NewUnit("tools")
 
-// WeatherIn, TransferIn and TransferOut are tool inputs and outputs.
+// WeatherIn is the weather tool's input.
 type WeatherIn struct {
 	City string `json:"city"`
 }
