@@ -114,7 +114,7 @@ type Output struct {
 func Generate(d *Descriptor, source string) Output {
 	g := &gen{}
 	var app strings.Builder
-	app.WriteString("export interface App {\n")
+	app.WriteString("export type App = {\n")
 	routes := map[string]map[string]Route{}
 	var units []string
 	for _, u := range d.Units {
@@ -153,7 +153,7 @@ func Generate(d *Descriptor, source string) Output {
 		}
 		app.WriteString("  };\n")
 	}
-	app.WriteString("}\n")
+	app.WriteString("};\n")
 
 	routeJSON := routeMap(units, routes)
 	var dts bytes.Buffer
