@@ -1,0 +1,204 @@
+// Agent helpers: reading agent event streams, deciding approvals, and following a run
+// with Last-Event-ID resume.
+import { createTransport, type Transport, isEventStream } from "./transport.js";
+import type { ClientError, TransportOptions } from "./types.js";
+
+/** An agent event: the AG-UI vocabulary, type plus its fields. */
+export interface AgentEvent {
+  type: string;
+  [field: string]: any;
+}
+
+/** An event with the SSE id of its stored row ("" when the frame had none). */
+export interface AgentFrame {
+  id: string;
+  event: AgentEvent;
+}
+
+/** A reply that is not an event stream, with its envelope error when it had one. */
+export class AgentResponseError extends Error {
+  constructor(readonly status: number, readonly error: ClientError | null) {
+    super(`agent: HTTP ${status}` + (error ? ": " + error.code : ": not an event stream"));
+    this.name = "AgentResponseError";
+  }
+}
+
+const customNames: Record<string, string> = {
+  "engine.subagent.started": "subagent.started",
+  "engine.subagent.finished": "subagent.finished",
+  "engine.subagent.error": "subagent.error",
+};
+
+async function check(res: Response): Promise<Response> {
+  if (isEventStream(res) && res.body) return res;
+  let error: ClientError | null = null;
+  try {
+    const env = JSON.parse(await res.text());
+    if (env && typeof env.error?.code == "string") error = env.error;
+  } catch {
+    // not an envelope
+  }
+  throw new AgentResponseError(res.status, error);
+}
+
+/** Reads the frames of an event stream: [DONE] and events without a type are skipped. */
+export async function* readFrames(res: Response): AsyncGenerator<AgentFrame> {
+  const reader = (await check(res)).body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "", data: string[] = [], id = "";
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      buf += value;
+      let nl: number;
+      while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
+        if (line == "") {
+          const text = data.join("\n"), fid = id;
+          data = [];
+          id = "";
+          if (!text || text == "[DONE]") continue;
+          const ev = JSON.parse(text);
+          if (!ev || typeof ev != "object" || typeof ev.type != "string" || !ev.type) continue;
+          if (ev.type == "CUSTOM" && customNames[ev.name]) ev.name = customNames[ev.name];
+          yield { id: fid, event: ev };
+          continue;
+        }
+        const c = line.indexOf(":");
+        const field = c < 0 ? line : line.slice(0, c);
+        const v = c < 0 ? "" : line.slice(c + (line[c + 1] == " " ? 2 : 1));
+        if (field == "data") data.push(v);
+        else if (field == "id") id = v;
+      }
+    }
+  } finally {
+    reader.releaseLock();
+    await res.body?.cancel().catch(() => {});
+  }
+}
+
+/** Options of the helpers that make their own requests. */
+export interface AgentOptions extends TransportOptions {
+  signal?: AbortSignal;
+}
+
+/**
+ * Reads the agent events of a stream: a Response (a flow call's data), or a URL to GET.
+ * CUSTOM engine.subagent.* events are renamed subagent.*; a reply that is not an event
+ * stream throws AgentResponseError.
+ */
+export async function* readAgentEvents(source: Response | string, opts: AgentOptions = {}): AsyncGenerator<AgentEvent> {
+  const res = typeof source == "string" ? await get(source, opts, {}) : source;
+  for await (const f of readFrames(res)) yield f.event;
+}
+
+async function get(url: string, opts: AgentOptions, headers: Record<string, string>): Promise<Response> {
+  const r = await createTransport(opts).request("GET", url, undefined, { headers, signal: opts.signal, accept: "text/event-stream", stream: true });
+  if (r.error) throw new AgentResponseError(r.status, r.error);
+  return r.response || new Response(r.text, { status: r.status, headers: r.headers });
+}
+
+/** A decision the server refused; error.code is Conflict when one was already stored. */
+export class DecisionError extends Error {
+  constructor(readonly op: string, readonly error: ClientError, readonly status: number) {
+    super(`agent: ${op}: ${error.code}` + (error.data?.message ? ": " + error.data.message : ""));
+    this.name = error.code == "Conflict" ? "Conflict" : "DecisionError";
+  }
+}
+
+/** Reports whether e is the refusal of a decision already stored. */
+export const isConflict = (e: unknown): e is DecisionError => e instanceof DecisionError && e.error.code == "Conflict";
+
+export interface DecideOptions extends AgentOptions {
+  /** A transport to send with, instead of one built from these options. */
+  transport?: Transport;
+}
+
+const base = (url: string) => url.replace(/\/+$/, "");
+
+async function decide(op: string, url: string, body: object, opts: DecideOptions): Promise<void> {
+  const t = opts.transport || createTransport(opts);
+  const target = base(url) + "/agent/approvals/" + op;
+  for (;;) {
+    const r = await t.request("POST", target, JSON.stringify(body), { signal: opts.signal });
+    if (r.error) throw new DecisionError(op, r.error, r.status);
+    let env: any;
+    try {
+      env = JSON.parse(r.text);
+    } catch {
+      env = null;
+    }
+    const te = (m: string) => new DecisionError(op, { code: "TransportError", data: { message: m, status: r.status } }, r.status);
+    if (!env || typeof env != "object" || !("error" in env)) throw te(`HTTP ${r.status} reply without a {data, error} envelope`);
+    if (env.error == null) {
+      if (r.status >= 200 && r.status < 300) return;
+      throw te(`HTTP ${r.status} reply with a success envelope`);
+    }
+    const e: ClientError = { code: env.error.code, data: env.error.data ?? {} };
+    if (e.code != "JournalLeaseBusy") throw new DecisionError(op, e, r.status);
+    const ra = r.headers.get("Retry-After");
+    const wait = ra && /^\d+$/.test(ra.trim()) ? +ra * 1000 : e.data.retryAfterMs > 0 ? e.data.retryAfterMs : 1000;
+    await new Promise<void>((resolve, reject) => {
+      const tm = setTimeout(resolve, wait);
+      opts.signal?.addEventListener("abort", () => (clearTimeout(tm), reject(new DecisionError(op, e, r.status))), { once: true });
+    });
+  }
+}
+
+/** Approves a parked tool call; args, when given, replace its input. Retries JournalLeaseBusy. */
+export const approve = (url: string, id: string, opts: DecideOptions & { args?: object } = {}) =>
+  decide("approve", url, opts.args ? { id, args: opts.args } : { id }, opts);
+
+/** Denies a parked tool call; reason is what the model sees. Retries JournalLeaseBusy. */
+export const deny = (url: string, id: string, opts: DecideOptions & { reason?: string } = {}) =>
+  decide("deny", url, opts.reason ? { id, reason: opts.reason } : { id }, opts);
+
+export interface FollowOptions extends AgentOptions {
+  /** Resume after this id (the last one received). */
+  lastEventId?: string | number;
+  /** Reconnects allowed in a row without receiving a frame; 5 by default. */
+  maxReconnects?: number;
+  /** First delay before reconnecting, doubled each time up to 5 s; 100 ms by default. */
+  backoff?: number;
+}
+
+/** Whether an event ends the run (an interrupt or a lost worker does not). */
+const ends = (e: AgentEvent) =>
+  (e.type == "RUN_FINISHED" && e.outcome?.type != "interrupt") || (e.type == "RUN_ERROR" && e.code != "WorkerLost");
+
+/**
+ * Follows a run's stored log (GET /agent/runs/:runId/events) to its end, reconnecting
+ * with Last-Event-ID after a dropped connection: no gap, no duplicate.
+ */
+export async function* follow(url: string, runId: string, opts: FollowOptions = {}): AsyncGenerator<AgentFrame> {
+  const target = base(url) + "/agent/runs/" + encodeURIComponent(runId) + "/events";
+  let last = Number(opts.lastEventId || 0), fails = 0;
+  const first = opts.backoff || 100;
+  let delay = first;
+  for (let connects = 0; ; connects++) {
+    let got = 0, ended = false, err: unknown = null;
+    try {
+      const headers: Record<string, string> = {};
+      if (last > 0) headers["Last-Event-ID"] = String(last);
+      for await (const f of readFrames(await get(target, opts, headers))) {
+        const seq = Number(f.id);
+        if (seq > 0 && seq <= last) continue; // a server that ignored Last-Event-ID: never yield twice
+        if (seq > 0) last = seq;
+        got++;
+        ended = ends(f.event);
+        yield f;
+      }
+    } catch (e) {
+      if ((e instanceof AgentResponseError && e.status > 0 && e.status < 500) || opts.signal?.aborted || e instanceof SyntaxError) throw e;
+      err = e;
+    }
+    if (!err && (ended || (connects > 0 && got == 0))) return;
+    if (got > 0) (fails = 0), (delay = first);
+    if (fails >= (opts.maxReconnects ?? 5))
+      throw new Error(`agent: following ${target}: giving up after ${fails} reconnects: ${err ? (err as Error).message : "the stream ended before the run did"}`);
+    fails++;
+    await new Promise((r) => setTimeout(r, delay));
+    delay = Math.min(delay * 2, 5000);
+  }
+}

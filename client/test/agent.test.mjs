@@ -1,0 +1,164 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { lastValueFrom, toArray } from "rxjs";
+import { HttpAgent } from "@ag-ui/client";
+import { createClient } from "engine/client";
+import { readAgentEvents, approve, deny, follow, isConflict, DecisionError } from "engine/client/agent";
+import { URL_, app, signIn, fakeServer } from "./helpers.mjs";
+
+const alice = await signIn("alice@example.com");
+const auth = { getToken: () => alice.accessToken };
+const api = createClient(app, URL_, { auth });
+
+async function collect(it) {
+  const out = [];
+  for await (const x of it) out.push(x);
+  return out;
+}
+
+async function park(message) {
+  const res = await api.chat.ask({ message });
+  assert.equal(res.error, null);
+  const events = await collect(readAgentEvents(res.data));
+  const fin = events.at(-1);
+  assert.equal(fin.type, "RUN_FINISHED");
+  assert.equal(fin.outcome.type, "interrupt");
+  const [intr] = fin.outcome.interrupts;
+  assert.deepEqual([intr.reason, intr.payload], ["approval", { tool: "tools.transfer", args: { to: "bob", amount: 500 } }]);
+  return { id: intr.id, runId: fin.runId };
+}
+
+const textOf = (events) => events.filter((e) => e.type == "TEXT_MESSAGE_CONTENT").map((e) => e.delta).join("");
+
+test("an agent stream read to the end", async () => {
+  const res = await api.chat.ask({ message: "hello" });
+  assert.equal(res.error, null);
+  assert.ok(res.data instanceof Response);
+  const events = await collect(readAgentEvents(res.data));
+  const types = events.map((e) => e.type).filter((t) => t != "TEXT_MESSAGE_CONTENT");
+  assert.deepEqual(types, ["RUN_STARTED", "STEP_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_END", "STEP_FINISHED", "RUN_FINISHED"]);
+  assert.equal(textOf(events), "Hello there, from the assistant.");
+  assert.equal(events.at(-1).result.stopReason, "completed");
+  // A gate denial before the stream is an envelope, not a stream.
+  const anon = await createClient(app, URL_).chat.ask({ message: "hello" });
+  assert.equal(anon.error.code, "Unauthorized");
+});
+
+test("readAgentEvents: [DONE], untyped objects and the subagent renaming", async () => {
+  const srv = await fakeServer((req, res) => {
+    res.writeHead(200, { "Content-Type": "text/event-stream" });
+    res.end(
+      'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n' +
+        'data: {"nope":1}\n\n' +
+        ': ping\n\n' +
+        'data: {"type":"CUSTOM","name":"engine.subagent.started","value":{"agent":"researcher"}}\n\n' +
+        'data: {"type":"CUSTOM","name":"engine.events.truncated","value":{}}\n\n' +
+        'id: 7\r\ndata: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\r\n\r\n' +
+        "data: [DONE]\n\n",
+    );
+  });
+  try {
+    const events = await collect(readAgentEvents(srv.url + "/stream"));
+    assert.deepEqual(events.map((e) => e.name || e.type), ["RUN_STARTED", "subagent.started", "engine.events.truncated", "RUN_FINISHED"]);
+  } finally {
+    await srv.close();
+  }
+});
+
+test("approve, then Conflict; follow to the end", async () => {
+  const { id, runId } = await park("transfer 500 to bob");
+  await approve(URL_, id, { auth });
+  await assert.rejects(approve(URL_, id, { auth }), (e) => isConflict(e) && e.status == 409);
+  await assert.rejects(deny(URL_, id, { auth }), (e) => isConflict(e));
+  const frames = await collect(follow(URL_, runId, { auth }));
+  const events = frames.map((f) => f.event);
+  assert.ok(events.some((e) => e.type == "TOOL_CALL_RESULT" && JSON.parse(e.content).ok === true));
+  assert.equal(events.at(-1).type, "RUN_FINISHED");
+  assert.equal(events.at(-1).result.stopReason, "completed");
+  assert.match(textOf(events), /Transferred 500 to bob\./);
+  const ids = frames.map((f) => Number(f.id));
+  assert.ok(ids.every((n, i) => n > 0 && (i == 0 || n > ids[i - 1])), "ids increase: " + ids);
+  // An unknown id is 404 NotFound, not retried.
+  await assert.rejects(approve(URL_, "bm9wZQ", { auth }), (e) => e instanceof DecisionError && e.error.code == "NotFound");
+});
+
+test("deny, then follow; follow resumes after a cut connection with no gap and no duplicate", async () => {
+  const { id, runId } = await park("please transfer 500 to bob");
+  await deny(URL_, id, { auth, reason: "not today" });
+  const whole = await collect(follow(URL_, runId, { auth }));
+  assert.equal(whole.at(-1).event.type, "RUN_FINISHED");
+  assert.ok(whole.some((f) => f.event.type == "TOOL_CALL_RESULT" && f.event.content.includes("not today")));
+
+  // The first connection is cut after three frames' bytes.
+  const lastIds = [];
+  let connects = 0;
+  const cutting = async (input, init) => {
+    lastIds.push(new Headers(init.headers).get("Last-Event-ID"));
+    const res = await fetch(input, init);
+    if (connects++ > 0) return res;
+    // Pass on exactly the first three frames, then fail the next read like a reset connection.
+    const text = await res.text();
+    let end = 0;
+    for (let i = 0; i < 3; i++) end = text.indexOf("\n\n", end) + 2;
+    let sent = false;
+    const body = new ReadableStream({
+      pull(ctl) {
+        if (sent) return ctl.error(new Error("connection reset"));
+        sent = true;
+        ctl.enqueue(new TextEncoder().encode(text.slice(0, end)));
+      },
+    });
+    return new Response(body, { status: res.status, headers: res.headers });
+  };
+  const resumed = await collect(follow(URL_, runId, { auth, fetch: cutting, backoff: 10 }));
+  assert.equal(connects, 2);
+  assert.equal(lastIds[0], null);
+  assert.equal(lastIds[1], whole[2].id, "the reconnect sent the last id received");
+  assert.deepEqual(resumed.map((f) => f.id), whole.map((f) => f.id));
+  assert.deepEqual(resumed.map((f) => f.event), whole.map((f) => f.event));
+});
+
+test("approve retries JournalLeaseBusy after Retry-After", async () => {
+  const srv = await fakeServer((req, res, n) => {
+    if (n == 1)
+      return res.writeHead(409, { "Retry-After": "1", "Content-Type": "application/json" })
+        .end('{"data":null,"error":{"code":"JournalLeaseBusy","data":{"message":"locked","retryAfterMs":1000}}}');
+    res.writeHead(200, { "Content-Type": "application/json" }).end('{"data":{"ok":true},"error":null}');
+  });
+  try {
+    const start = Date.now();
+    await approve(srv.url, "abc", { args: { amount: 1 } });
+    assert.ok(Date.now() - start >= 950, "waited for Retry-After");
+    assert.equal(srv.seen.length, 2);
+    assert.deepEqual(JSON.parse(srv.seen[1].body), { id: "abc", args: { amount: 1 } });
+    assert.equal(srv.seen[1].url, "/agent/approvals/approve");
+  } finally {
+    await srv.close();
+  }
+});
+
+test("the AG-UI HttpAgent reads the stream with Engine-Omit-Done", async () => {
+  class EngineAgent extends HttpAgent {
+    requestInit(input) {
+      const init = super.requestInit(input);
+      return { ...init, body: JSON.stringify({ message: input.messages.at(-1).content, threadId: input.threadId }) };
+    }
+  }
+  const agent = new EngineAgent({
+    url: URL_ + "/chat",
+    headers: { Authorization: "Bearer " + alice.accessToken, "Engine-Omit-Done": "1" },
+  });
+  const events = await lastValueFrom(
+    agent.run({ threadId: "thread-agui", runId: "x", messages: [{ id: "u1", role: "user", content: "hello" }], tools: [], context: [], state: {}, forwardedProps: {} }).pipe(toArray()),
+  );
+  const types = events.map((e) => e.type);
+  assert.equal(types[0], "RUN_STARTED");
+  assert.equal(types.at(-1), "RUN_FINISHED");
+  assert.equal(events[0].threadId, "thread-agui");
+  assert.equal(textOf(events), "Hello there, from the assistant.");
+  // Without the header the stream ends with [DONE], which the AG-UI client rejects.
+  const strict = new EngineAgent({ url: URL_ + "/chat", headers: { Authorization: "Bearer " + alice.accessToken } });
+  await assert.rejects(
+    lastValueFrom(strict.run({ threadId: "t2", runId: "y", messages: [{ id: "u1", role: "user", content: "hello" }], tools: [], context: [], state: {}, forwardedProps: {} }).pipe(toArray())),
+  );
+});

@@ -1,0 +1,203 @@
+package tsgen
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// TestGolden pins the declarations and the route module generated from the reference
+// app's descriptor (examples/conformance; the client's integration test checks that the
+// descriptor here is still the one the app serves).
+func TestGolden(t *testing.T) {
+	body, err := os.ReadFile(filepath.Join("testdata", "conformance.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Parse(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := Generate(d, "http://127.0.0.1:8787/_engine/client.json")
+	if len(out.Problems) > 0 {
+		t.Fatalf("the reference app's descriptor has untranslatable schemas: %v", out.Problems)
+	}
+	for name, got := range map[string][]byte{"conformance.d.ts.golden": out.DTS, "conformance.js.golden": out.JS} {
+		path := filepath.Join("testdata", name)
+		if *update {
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run go test ./internal/tsgen -update)", err)
+		}
+		if string(want) != string(got) {
+			t.Errorf("%s differs from the generated output (run go test ./internal/tsgen -update and review the diff):\n%s", name, got)
+		}
+	}
+}
+
+// gen1 translates one input schema and returns the declarations and the problems.
+func gen1(t *testing.T, schema string) (string, []Problem) {
+	t.Helper()
+	d, err := Parse([]byte(`{"version":1,"rpc":"/_engine/{unit}/{flow}","units":[{"name":"shop","flows":[` +
+		`{"name":"buy","id":"shop.buy","rpc":"/_engine/shop/buy","trigger":null,"public":true,"gated":false,"durable":false,` +
+		`"input":` + schema + `,"output":true,"errors":{}}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := Generate(d, "test")
+	return string(out.DTS), out.Problems
+}
+
+func TestSchemaShapes(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, schema string
+		want         []string // each must appear in the declarations
+	}{
+		{"object with required and optional fields",
+			`{"type":"object","properties":{"sku":{"type":"string"},"qty":{"type":"integer","minimum":1},"gift":{"type":"boolean"}},"required":["sku","qty"],"additionalProperties":false}`,
+			[]string{"export type ShopBuyInput = {\n  sku: string;\n  qty: number;\n  gift?: boolean;\n};"}},
+		{"array of objects",
+			`{"type":"object","properties":{"lines":{"type":"array","items":{"type":"object","properties":{"n":{"type":"number"}},"required":["n"]}}},"required":["lines"]}`,
+			[]string{"lines: {\n    n: number;\n  }[];"}},
+		{"enum", `{"type":"object","properties":{"size":{"enum":["s","m","l",3,null]}},"required":["size"]}`,
+			[]string{`size: "s" | "m" | "l" | 3 | null;`}},
+		{"const", `{"const":"fixed"}`, []string{`export type ShopBuyInput = "fixed";`}},
+		{"union with anyOf", `{"anyOf":[{"type":"string"},{"type":"array","items":{"type":"number"}}]}`,
+			[]string{`export type ShopBuyInput = (string | number[]);`}},
+		{"union with oneOf and a type list", `{"type":["string","number"]}`, []string{`export type ShopBuyInput = string | number;`}},
+		{"nullable by type list", `{"type":"object","properties":{"tags":{"type":["null","array"],"items":{"type":"string"}}},"required":["tags"]}`,
+			[]string{"tags: string[] | null;"}},
+		{"nullable keyword", `{"type":"string","nullable":true}`, []string{`export type ShopBuyInput = string | null;`}},
+		{"nullable items", `{"type":"array","items":{"type":["string","null"]}}`, []string{`export type ShopBuyInput = (string | null)[];`}},
+		{"defs and refs", `{"$defs":{"Money":{"type":"object","properties":{"cents":{"type":"integer"}},"required":["cents"]}},"type":"object","properties":{"price":{"$ref":"#/$defs/Money"}},"required":["price"]}`,
+			[]string{"export type ShopBuyInputMoney = {\n  cents: number;\n};", "price: ShopBuyInputMoney;"}},
+		{"recursive definition", `{"$defs":{"node":{"type":"object","properties":{"name":{"type":"string"},"children":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["name"]}},"$ref":"#/$defs/node"}`,
+			[]string{"export type ShopBuyInputNode = {\n  name: string;\n  children?: ShopBuyInputNode[];\n};", "export type ShopBuyInput = ShopBuyInputNode;"}},
+		{"recursive root", `{"type":"object","properties":{"next":{"$ref":"#"}}}`, []string{"next?: ShopBuyInput;"}},
+		{"map", `{"type":"object","additionalProperties":{"type":"integer"}}`, []string{"[key: string]: number;"}},
+		{"open object", `{"type":"object"}`, []string{`export type ShopBuyInput = { [key: string]: unknown };`}},
+		{"closed empty object", `{"type":"object","additionalProperties":false}`, []string{`export type ShopBuyInput = Record<string, never>;`}},
+		{"allOf", `{"allOf":[{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]},{"type":"object","properties":{"b":{"type":"string"}},"required":["b"]}]}`,
+			[]string{"{\n  a: string;\n} & {\n  b: string;\n}"}},
+		{"tuple", `{"type":"array","prefixItems":[{"type":"string"},{"type":"number"}],"items":false}`, []string{`export type ShopBuyInput = [string, number];`}},
+		{"quoted keys and descriptions", `{"type":"object","properties":{"x-y":{"type":"string","description":"a */ dash"}},"required":["x-y"]}`,
+			[]string{"/** a *\\/ dash */\n  \"x-y\": string;"}},
+		{"true schema", `true`, []string{`export type ShopBuyInput = unknown;`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dts, problems := gen1(t, c.schema)
+			if len(problems) > 0 {
+				t.Fatalf("problems: %v", problems)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(dts, w) {
+					t.Errorf("want %q in:\n%s", w, dts)
+				}
+			}
+		})
+	}
+}
+
+// TestUntranslatable: a schema with no TypeScript translation becomes unknown with a
+// comment, and the problem names the flow and the field.
+func TestUntranslatable(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ name, schema, where, comment string }{
+		{"not", `{"type":"object","properties":{"code":{"not":{"type":"string"}}},"required":["code"]}`, "input code", "code: unknown /* untranslatable: keyword not has no TypeScript translation */;"},
+		{"foreign ref", `{"type":"object","properties":{"m":{"$ref":"https://example.com/money.json"}}}`, "input m", "m?: unknown /* untranslatable: $ref https://example.com/money.json does not name a definition of this schema */;"},
+		{"bad type", `{"type":"object","properties":{"n":{"type":"decimal"}}}`, "input n", "n?: unknown /* untranslatable: type decimal is not a JSON Schema type */;"},
+		{"if/then", `{"if":{"type":"string"},"then":{"minLength":2}}`, "input", "export type ShopBuyInput = unknown /* untranslatable: keyword if has no TypeScript translation */;"},
+		{"not a schema", `[1,2]`, "input", "export type ShopBuyInput = unknown /* untranslatable: a schema must be an object or a boolean */;"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dts, problems := gen1(t, c.schema)
+			if len(problems) != 1 || problems[0].Flow != "shop.buy" || problems[0].Where != c.where {
+				t.Fatalf("want one problem on shop.buy %s, got %v", c.where, problems)
+			}
+			if !strings.Contains(dts, c.comment) {
+				t.Errorf("want %q in:\n%s", c.comment, dts)
+			}
+		})
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	serve := func(status int, body string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != DescriptorPath {
+				http.NotFound(w, r)
+				return
+			}
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(body))
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+	cases := []struct{ name, url, want string }{
+		{"unreachable", closedURL, "cannot reach " + closedURL + DescriptorPath},
+		{"not found", serve(404, "nope"), "answered HTTP 404, not a descriptor"},
+		{"html", serve(200, "<html></html>"), "not a descriptor: the reply is not a JSON object"},
+		{"json without units", serve(200, `{"hello":"world"}`), "not a descriptor: the reply has no units member"},
+		{"future version", serve(200, `{"version":9,"units":[]}`), "descriptor version 9 is not supported"},
+		{"bad flow name", serve(200, `{"version":1,"units":[{"name":"u","flows":[{"name":"a-b"}]}]}`), `flow name "a-b" in unit u is not an identifier`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			err := Add(context.Background(), http.DefaultClient, c.url, dir, new(strings.Builder))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("want an error containing %q, got %v", c.want, err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, DTSFile)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("a failed add wrote %s", DTSFile)
+			}
+		})
+	}
+}
+
+// TestAddUntranslatable: the files are written, the problems reported, and the error
+// says so, so the command exits non-zero.
+func TestAddUntranslatable(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"version":1,"units":[{"name":"shop","flows":[{"name":"buy","input":{"type":"object","properties":{"when":{"if":{}}}},"output":true,"errors":{}}]}]}`))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	var warn strings.Builder
+	err := Add(context.Background(), http.DefaultClient, srv.URL, dir, &warn)
+	if !errors.Is(err, ErrUntranslatable) {
+		t.Fatalf("want ErrUntranslatable, got %v", err)
+	}
+	if !strings.Contains(warn.String(), "shop.buy: input when: keyword if has no TypeScript translation") {
+		t.Errorf("warning: %q", warn.String())
+	}
+	dts, err := os.ReadFile(filepath.Join(dir, DTSFile))
+	if err != nil || !strings.Contains(string(dts), "when?: unknown /* untranslatable") {
+		t.Errorf("declarations: %v\n%s", err, dts)
+	}
+}
