@@ -63,7 +63,7 @@ export function useAgentRun(opts: AgentRunOptions) {
   const [interrupts, setInterrupts] = useState<Interrupt[]>([]);
   const [status, setStatus] = useState<"idle" | "running" | "interrupted" | "finished" | "error">("idle");
   const [error, setError] = useState<unknown>(null);
-  const run = useRef<{ runId: string; lastId: string }>({ runId: "", lastId: "" });
+  const run = useRef<{ runId: string }>({ runId: "" });
   const o = useRef(opts);
   o.current = opts;
 
@@ -131,7 +131,7 @@ export function useAgentRun(opts: AgentRunOptions) {
     }
   }, [apply]);
 
-  useEffect(() => () => void (run.current = { runId: "", lastId: "" }), []);
+  useEffect(() => () => void (run.current = { runId: "" }), []);
 
   return {
     text, toolCalls, interrupts, status, error, send,
