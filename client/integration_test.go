@@ -45,6 +45,34 @@ func TestTypeScriptClient(t *testing.T) {
 	t.Run("types", func(t *testing.T) { run(t, env, "node", "node_modules/typescript/bin/tsc", "-p", "test/tsconfig.json") })
 	t.Run("node", func(t *testing.T) { run(t, env, "node", "--test", "--test-concurrency=1", "test/") })
 	t.Run("size", func(t *testing.T) { run(t, env, "node", "scripts/size.mjs") })
+	t.Run("browser", func(t *testing.T) {
+		chrome := chromium()
+		if chrome == "" {
+			if os.Getenv("CI") == "true" {
+				t.Fatal("no Chromium found (CHROME_PATH, /usr/bin/chromium, chromium or chromium-browser on PATH): CI must install Debian's chromium (.ci/run does)")
+			}
+			t.Skip("no Chromium found (CHROME_PATH, /usr/bin/chromium, chromium or chromium-browser on PATH): the browser test needs one; apt-get install chromium")
+		}
+		run(t, nil, "node", "node_modules/typescript/bin/tsc", "-p", "browser/tsconfig.json")
+		run(t, append(env, "CHROME_PATH="+chrome, "ARTIFACTS_DIR=artifacts"), "node", "browser/run.mjs")
+		t.Logf("screenshots in %s", filepath.Join("client", "artifacts"))
+	})
+}
+
+// chromium finds the browser for the browser test: CHROME_PATH, else Debian's chromium.
+func chromium() string {
+	if p := os.Getenv("CHROME_PATH"); p != "" {
+		return p
+	}
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium"
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
 }
 
 func run(t *testing.T, env []string, name string, args ...string) {
