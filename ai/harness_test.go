@@ -87,8 +87,10 @@ var (
 	declaredFlow   = engine.Define[WeatherIn, WeatherOut](toolsUnit, "declared", engine.Public(), engine.Errors(unknownCity))
 	researchFlow   = engine.Define[ResearchIn, string](toolsUnit, "research", engine.Public())
 
-	chatFlow   = engine.Define[ChatIn, *ai.AgentRun](chatUnit, "ask", engine.POST("/chat"), engine.Public(), engine.Durable())
-	chatPlain  = engine.Define[ChatIn, *ai.AgentRun](chatUnit, "plain", engine.POST("/chat/plain"), engine.Public())
+	chatFlow  = engine.Define[ChatIn, *ai.AgentRun](chatUnit, "ask", engine.POST("/chat"), engine.Public(), engine.Durable())
+	chatPlain = engine.Define[ChatIn, *ai.AgentRun](chatUnit, "plain", engine.POST("/chat/plain"), engine.Public())
+	// chatAGUI takes AG-UI's RunAgentInput as it is: what an AG-UI frontend posts to.
+	chatAGUI   = engine.Define[ai.Input, *ai.AgentRun](chatUnit, "agui", engine.POST("/chat/agui"), engine.Public(), engine.Durable())
 	chatSync   = engine.Define[ChatIn, *ai.AgentRun](chatUnit, "sync", engine.POST("/chat/sync"), engine.Public())
 	promptFlow = engine.Define[ChatIn, string](chatUnit, "prompt", engine.POST("/chat/prompt"), engine.Public(), engine.Durable())
 	textFlow   = engine.Define[ChatIn, *ai.TextStream](chatUnit, "text", engine.POST("/chat/text"), engine.Public())
@@ -317,6 +319,13 @@ func newWorld(t *testing.T, s setup) *world {
 		}),
 		engine.Bind(chatFlow, chat),
 		engine.Bind(chatPlain, chat),
+		engine.Bind(chatAGUI, func(fx *engine.Fx, in ai.Input) (*ai.AgentRun, error) {
+			run, err := ai.Run(fx, assistant, in, ai.RunOptions{Stream: true})
+			w.mu.Lock()
+			w.runErr = err
+			w.mu.Unlock()
+			return run, err
+		}),
 		engine.Bind(chatSync, chatWith(false)),
 		engine.Bind(promptFlow, func(fx *engine.Fx, in ChatIn) (string, error) {
 			if run := durable.RunOf(fx); run != nil {
