@@ -320,3 +320,34 @@ func squeeze(types []string) []string {
 	}
 	return out
 }
+
+// TestState checks AG-UI state: the client's state is sent back as STATE_SNAPSHOT and
+// shown to the model; a tool reads it and sets a key, which streams as a STATE_DELTA
+// (JSON Patch), is kept in the run's log and is what the model sees next; the client's
+// next run sends the new state and the tool sees it.
+func TestState(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, setup{tools: []string{"tools.remember"}, turns: []turn{
+		// The fake answers by the conversation's position: both runs play these two turns.
+		{Calls: []call{{ID: "call_r", Name: "tools_remember", Args: `{"key":"home/city","value":"Oslo"}`}}},
+		{Text: "Noted."},
+	}})
+	tr := w.stream(t, "/chat/agui", `{"threadId":"th","runId":"r1","state":{"user":"ann"},"messages":[{"id":"u","role":"user","content":"remember Oslo"}]}`)
+	golden(t, "agui_state", tr)
+	snaps, deltas := of[agui.StateSnapshot](tr), of[agui.StateDelta](tr)
+	if len(snaps) != 1 || len(deltas) != 1 {
+		t.Fatalf("want one snapshot and one delta, got %v", tr.types())
+	}
+	eq(t, "snapshot", string(snaps[0].Snapshot), `{"user":"ann"}`)
+	eq(t, "delta", string(deltas[0].Delta), `[{"op":"add","path":"/home~1city","value":"Oslo"}]`)
+	eq(t, "tool saw the client's state", of[agui.ToolCallResult](tr)[0].Content, `{"ok":true,"before":{"user":"ann"}}`)
+	reqs := requests(t, w)
+	eq(t, "model sees the state it was sent", reqs[0].Messages[0].Text(), `Shared state (JSON): {"user":"ann"}`)
+	eq(t, "model sees the tool's change", reqs[1].Messages[0].Text(), `Shared state (JSON): {"home/city":"Oslo","user":"ann"}`)
+	follow := w.follow(t, tr.started(t).RunID, "")
+	eq(t, "the log keeps the state events", len(of[agui.StateDelta](follow))+len(of[agui.StateSnapshot](follow)), 2)
+
+	// The next run: the client sends the state it now holds.
+	tr2 := w.stream(t, "/chat/agui", `{"threadId":"th","runId":"r2","state":{"home/city":"Oslo","user":"ann"},"messages":[{"id":"u","role":"user","content":"again"}]}`)
+	eq(t, "tool saw the state of the last run", of[agui.ToolCallResult](tr2)[0].Content, `{"ok":true,"before":{"home/city":"Oslo","user":"ann"}}`)
+}

@@ -39,21 +39,33 @@ func (r *AgentRun) isClientTool(wire string) bool {
 // systemPrompt is the agent's system prompt followed by the client's context
 // (RunAgentInput.context), one "- description: value" line each, so the model reads it
 // as ambient information rather than as a message of the conversation.
+//
+// A non-empty AG-UI state follows as "Shared state (JSON): …", as it stands at the model
+// call, so the model knows what the client and the tools have set.
 func (r *AgentRun) systemPrompt() string {
-	if len(r.context) == 0 {
+	if len(r.context) == 0 && r.state.empty() {
 		return r.agent.system
 	}
 	var b strings.Builder
-	if r.agent.system != "" {
-		b.WriteString(r.agent.system)
-		b.WriteString("\n\n")
+	b.WriteString(r.agent.system)
+	if len(r.context) > 0 {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString("Context from the client:")
+		for _, c := range r.context {
+			b.WriteString("\n- ")
+			b.WriteString(c.Description)
+			b.WriteString(": ")
+			b.WriteString(c.Value)
+		}
 	}
-	b.WriteString("Context from the client:")
-	for _, c := range r.context {
-		b.WriteString("\n- ")
-		b.WriteString(c.Description)
-		b.WriteString(": ")
-		b.WriteString(c.Value)
+	if !r.state.empty() {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString("Shared state (JSON): ")
+		b.Write(r.state.get())
 	}
 	return b.String()
 }

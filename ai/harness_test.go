@@ -62,6 +62,18 @@ type ResearchIn struct {
 	Topic string `json:"topic"`
 }
 
+// RememberIn is the input of the remember tool, which sets state[key] = value.
+type RememberIn struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// RememberOut reports the state the tool saw before it changed it.
+type RememberOut struct {
+	OK     bool            `json:"ok"`
+	Before json.RawMessage `json:"before"`
+}
+
 // ChatIn is the input of the chat flows. Text, when set, is passed to ai.Run as a plain
 // string; Raw, when set, is passed as it decoded (a map or a string: the "any value encoding
 // to one" form); otherwise the other members form an ai.Input.
@@ -86,6 +98,7 @@ var (
 	panicsFlow     = engine.Define[WeatherIn, WeatherOut](toolsUnit, "panics", engine.Public())
 	declaredFlow   = engine.Define[WeatherIn, WeatherOut](toolsUnit, "declared", engine.Public(), engine.Errors(unknownCity))
 	researchFlow   = engine.Define[ResearchIn, string](toolsUnit, "research", engine.Public())
+	rememberFlow   = engine.Define[RememberIn, RememberOut](toolsUnit, "remember", engine.Public(), engine.Describe("Remember a value in the shared state."))
 
 	chatFlow  = engine.Define[ChatIn, *ai.AgentRun](chatUnit, "ask", engine.POST("/chat"), engine.Public(), engine.Durable())
 	chatPlain = engine.Define[ChatIn, *ai.AgentRun](chatUnit, "plain", engine.POST("/chat/plain"), engine.Public())
@@ -292,6 +305,14 @@ func newWorld(t *testing.T, s setup) *world {
 			return TransferOut{OK: true, To: in.To, Amount: in.Amount}, nil
 		}, ai.Approval(func(in TransferIn) bool { return in.Amount > 100 })),
 		engine.Bind(secretFlow, weather),
+		engine.Bind(rememberFlow, func(fx *engine.Fx, in RememberIn) (RememberOut, error) {
+			w.note("remember")
+			before := ai.State(fx)
+			if before == nil {
+				before = json.RawMessage("null")
+			}
+			return RememberOut{OK: true, Before: before}, ai.SetState(fx, in.Key, in.Value)
+		}),
 		engine.Bind(guardedFlow, weather, engine.Use(forbid)),
 		engine.Bind(boomFlow, func(*engine.Fx, WeatherIn) (WeatherOut, error) {
 			w.note("boom")

@@ -281,7 +281,11 @@ func conversation(input any) (runInput, error) {
 	}
 	out.tools, out.context = in.Tools, in.Context
 	if s := bytes.TrimSpace(in.State); len(s) > 0 && string(s) != "null" {
-		out.state = s
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, s); err != nil {
+			return runInput{}, invalid(fmt.Errorf("ai: state: %w", err), "state")
+		}
+		out.state = buf.Bytes()
 	}
 	if in.Message != "" {
 		out.messages = []Message{{Role: RoleUser, Content: in.Message}}

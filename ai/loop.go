@@ -78,6 +78,7 @@ type toolOutcome struct {
 	Content string          `json:"content"`
 	Output  json.RawMessage `json:"output,omitempty"`
 	Threw   bool            `json:"threw,omitempty"`
+	State   json.RawMessage `json:"state,omitempty"` // the run's AG-UI state after the tool changed it
 }
 
 // stopError ends a run with RUN_ERROR instead of RUN_FINISHED.
@@ -122,6 +123,10 @@ type loopState struct {
 func (s *loopState) run() {
 	r := s.r
 	s.em.emit(agui.RunStarted{ThreadID: r.threadID, RunID: r.id})
+	if (r.durable == nil || !r.durable.Replaying()) && !r.state.empty() {
+		// The state the client sent, once: a resumed run's log already has it.
+		s.em.emit(agui.StateSnapshot{Snapshot: r.state.get()})
+	}
 	s.history = append(s.history, r.messages...)
 	for _, m := range r.messages {
 		for _, c := range m.ToolCalls {
@@ -348,9 +353,13 @@ func (s *loopState) runTool(stepName string, c ToolCall, d *journal.Decision) (t
 	r := s.r
 	msgID := s.ids.next()
 	call := func(ctx context.Context) (json.RawMessage, error) {
-		out, err := s.invoke(ctx, c, d)
+		ts := &toolState{st: &r.state, em: s.em, open: func() { s.openStep(stepName) }}
+		out, err := s.invoke(withToolState(ctx, ts), c, d)
 		if err != nil {
 			return nil, err
+		}
+		if ts.changed {
+			out.State = r.state.get()
 		}
 		s.openStep(stepName)
 		s.em.emit(agui.ToolCallResult{MessageID: msgID, ToolCallID: c.ID, Content: out.Content, Role: agui.RoleTool})
@@ -369,6 +378,9 @@ func (s *loopState) runTool(stepName string, c ToolCall, d *journal.Decision) (t
 	var out toolOutcome
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return toolOutcome{}, fmt.Errorf("ai: decoding recorded tool result: %w", err)
+	}
+	if out.State != nil {
+		r.state.set(out.State) // a replayed call: the state it left
 	}
 	return out, nil
 }

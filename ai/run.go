@@ -50,7 +50,7 @@ type AgentRun struct {
 	wireNames map[string]string // model-facing tool name → flow id
 	client    map[string]string // model-facing name → name of each client tool (RunAgentInput.tools)
 	context   []ContextItem
-	state     json.RawMessage // the AG-UI state the run started from
+	state     runState // the AG-UI state: the client's, then what tools set
 	id        string
 	threadID  string
 	durable   *journal.Run
@@ -89,7 +89,7 @@ func Run(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions) (*AgentRun,
 		return resume(fx, agent, in.resume, opts)
 	}
 	r := &AgentRun{fx: fx, agent: agent, opts: opts, messages: in.messages, durable: durable.RunOf(fx), wireNames: map[string]string{},
-		context: in.context, state: in.state}
+		context: in.context, state: runState{doc: in.state}}
 	for _, name := range agent.tools {
 		def, ok := fx.App().Lookup(name)
 		if !ok {
