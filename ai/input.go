@@ -20,10 +20,12 @@ import (
 //
 //   - ThreadID is the thread of RUN_STARTED and RUN_FINISHED (unless [RunOptions.ThreadID]
 //     says otherwise).
-//   - RunID is accepted and not used: the engine names each agent run itself (the run id
-//     is the storage key of the run's event log, unique and owned by the server, so a
-//     client can neither collide with nor guess another caller's log). The client learns
-//     the engine's id from RUN_STARTED.runId, as AG-UI clients do.
+//   - RunID is accepted and not used as the run's id: the engine names each agent run
+//     itself (the run id is the storage key of the run's event log, unique and owned by
+//     the server, so a client can neither collide with nor guess another caller's log).
+//     The client learns the engine's id from RUN_STARTED.runId, as AG-UI clients do. When
+//     RunID is set, the run's message ids are prefixed with the engine's run id, so they
+//     stay unique across the runs of a thread, as AG-UI clients need.
 //   - Messages take every AG-UI 1.0 role; see [InputMessage].
 //   - Tools are client-side tools, offered to the model beside the agent's own; see
 //     [ClientTool].
@@ -225,6 +227,8 @@ type runInput struct {
 	context  []ContextItem
 	state    json.RawMessage
 	resume   []ResumeEntry
+	// clientRunID is the runId an AG-UI client sent: unused as an id, it marks the client.
+	clientRunID string
 }
 
 // decodeInput turns an agent input (a string, an [Input], or any value that encodes to
@@ -268,7 +272,7 @@ func conversation(input any) (runInput, error) {
 	if err != nil {
 		return runInput{}, err
 	}
-	out := runInput{threadID: in.ThreadID}
+	out := runInput{threadID: in.ThreadID, clientRunID: in.RunID}
 	if len(in.Resume) > 0 {
 		out.resume = in.Resume
 		return out, nil

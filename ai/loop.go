@@ -100,6 +100,9 @@ const (
 // r.result, r.parked or r.err.
 func (r *AgentRun) loop(ctx context.Context, em *emitter) {
 	st := &loopState{r: r, em: em, ctx: ctx, seen: map[string]bool{}}
+	if r.aguiClient {
+		st.ids.prefix = r.id + ":"
+	}
 	st.run()
 }
 

@@ -42,20 +42,21 @@ type RunResult struct {
 // [RunOptions.Stream]); inside a durable flow every model call and tool call is a journal
 // step, so a resumed run does not call the model or the tools again.
 type AgentRun struct {
-	fx        *engine.Fx
-	agent     *AgentDef
-	opts      RunOptions
-	messages  []Message
-	tools     []ToolSpec
-	wireNames map[string]string // model-facing tool name → flow id
-	client    map[string]string // model-facing name → name of each client tool (RunAgentInput.tools)
-	context   []ContextItem
-	state     runState // the AG-UI state: the client's, then what tools set
-	id        string
-	threadID  string
-	durable   *journal.Run
-	log       *journal.LogWriter // opened by the run id's step in a durable streaming run
-	follow    *resumePoint       // a resume: the response relays the parked run's log from here
+	fx         *engine.Fx
+	agent      *AgentDef
+	opts       RunOptions
+	messages   []Message
+	tools      []ToolSpec
+	wireNames  map[string]string // model-facing tool name → flow id
+	client     map[string]string // model-facing name → name of each client tool (RunAgentInput.tools)
+	context    []ContextItem
+	state      runState // the AG-UI state: the client's, then what tools set
+	id         string
+	threadID   string
+	durable    *journal.Run
+	log        *journal.LogWriter // opened by the run id's step in a durable streaming run
+	follow     *resumePoint       // a resume: the response relays the parked run's log from here
+	aguiClient bool               // the input named an AG-UI runId: message ids carry the run id
 
 	started    bool
 	finished   bool
@@ -89,7 +90,7 @@ func Run(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions) (*AgentRun,
 		return resume(fx, agent, in.resume, opts)
 	}
 	r := &AgentRun{fx: fx, agent: agent, opts: opts, messages: in.messages, durable: durable.RunOf(fx), wireNames: map[string]string{},
-		context: in.context, state: runState{doc: in.state}}
+		context: in.context, state: runState{doc: in.state}, aguiClient: in.clientRunID != ""}
 	for _, name := range agent.tools {
 		def, ok := fx.App().Lookup(name)
 		if !ok {
