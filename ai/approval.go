@@ -99,7 +99,9 @@ func (s *loopState) approvals(stepName string, calls []ToolCall) (map[string]*jo
 			return nil, err
 		}
 		pending = append(pending, agui.Interrupt{ID: id, Reason: agui.ReasonApproval,
-			Payload: agui.InterruptPayload{Tool: tool, Args: args}, ToolCallID: c.ID, ExpiresAt: deadline})
+			Payload: agui.InterruptPayload{Tool: tool, Args: args}, ToolCallID: c.ID, ExpiresAt: deadline,
+			Message:        fmt.Sprintf("Approve the call of %s with %s?", tool, args),
+			ResponseSchema: responseSchema})
 	}
 	if len(pending) > 0 {
 		s.openStep(stepName)

@@ -141,10 +141,15 @@ func (e *emitter) custom(name string, value any) {
 }
 
 // ids hands out the run's message ids m-1, m-2, … and keeps counting through replayed
-// steps, so a resumed run continues the numbering.
-type ids struct{ n int }
+// steps, so a resumed run continues the numbering. A run started by an AG-UI client
+// (its input names a runId) prefixes them with the run id: such a client keeps the
+// messages of every run of the thread by id, so ids must not repeat across runs.
+type ids struct {
+	n      int
+	prefix string
+}
 
 func (i *ids) next() string {
 	i.n++
-	return "m-" + strconv.Itoa(i.n)
+	return i.prefix + "m-" + strconv.Itoa(i.n)
 }

@@ -62,6 +62,18 @@ type ResearchIn struct {
 	Topic string `json:"topic"`
 }
 
+// RememberIn is the input of the remember tool, which sets state[key] = value.
+type RememberIn struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// RememberOut reports the state the tool saw before it changed it.
+type RememberOut struct {
+	OK     bool            `json:"ok"`
+	Before json.RawMessage `json:"before"`
+}
+
 // ChatIn is the input of the chat flows. Text, when set, is passed to ai.Run as a plain
 // string; Raw, when set, is passed as it decoded (a map or a string: the "any value encoding
 // to one" form); otherwise the other members form an ai.Input.
@@ -86,9 +98,12 @@ var (
 	panicsFlow     = engine.Define[WeatherIn, WeatherOut](toolsUnit, "panics", engine.Public())
 	declaredFlow   = engine.Define[WeatherIn, WeatherOut](toolsUnit, "declared", engine.Public(), engine.Errors(unknownCity))
 	researchFlow   = engine.Define[ResearchIn, string](toolsUnit, "research", engine.Public())
+	rememberFlow   = engine.Define[RememberIn, RememberOut](toolsUnit, "remember", engine.Public(), engine.Describe("Remember a value in the shared state."))
 
-	chatFlow   = engine.Define[ChatIn, *ai.AgentRun](chatUnit, "ask", engine.POST("/chat"), engine.Public(), engine.Durable())
-	chatPlain  = engine.Define[ChatIn, *ai.AgentRun](chatUnit, "plain", engine.POST("/chat/plain"), engine.Public())
+	chatFlow  = engine.Define[ChatIn, *ai.AgentRun](chatUnit, "ask", engine.POST("/chat"), engine.Public(), engine.Durable())
+	chatPlain = engine.Define[ChatIn, *ai.AgentRun](chatUnit, "plain", engine.POST("/chat/plain"), engine.Public())
+	// chatAGUI takes AG-UI's RunAgentInput as it is: what an AG-UI frontend posts to.
+	chatAGUI   = engine.Define[ai.Input, *ai.AgentRun](chatUnit, "agui", engine.POST("/chat/agui"), engine.Public(), engine.Durable())
 	chatSync   = engine.Define[ChatIn, *ai.AgentRun](chatUnit, "sync", engine.POST("/chat/sync"), engine.Public())
 	promptFlow = engine.Define[ChatIn, string](chatUnit, "prompt", engine.POST("/chat/prompt"), engine.Public(), engine.Durable())
 	textFlow   = engine.Define[ChatIn, *ai.TextStream](chatUnit, "text", engine.POST("/chat/text"), engine.Public())
@@ -290,6 +305,14 @@ func newWorld(t *testing.T, s setup) *world {
 			return TransferOut{OK: true, To: in.To, Amount: in.Amount}, nil
 		}, ai.Approval(func(in TransferIn) bool { return in.Amount > 100 })),
 		engine.Bind(secretFlow, weather),
+		engine.Bind(rememberFlow, func(fx *engine.Fx, in RememberIn) (RememberOut, error) {
+			w.note("remember")
+			before := ai.State(fx)
+			if before == nil {
+				before = json.RawMessage("null")
+			}
+			return RememberOut{OK: true, Before: before}, ai.SetState(fx, in.Key, in.Value)
+		}),
 		engine.Bind(guardedFlow, weather, engine.Use(forbid)),
 		engine.Bind(boomFlow, func(*engine.Fx, WeatherIn) (WeatherOut, error) {
 			w.note("boom")
@@ -317,6 +340,13 @@ func newWorld(t *testing.T, s setup) *world {
 		}),
 		engine.Bind(chatFlow, chat),
 		engine.Bind(chatPlain, chat),
+		engine.Bind(chatAGUI, func(fx *engine.Fx, in ai.Input) (*ai.AgentRun, error) {
+			run, err := ai.Run(fx, assistant, in, ai.RunOptions{Stream: true})
+			w.mu.Lock()
+			w.runErr = err
+			w.mu.Unlock()
+			return run, err
+		}),
 		engine.Bind(chatSync, chatWith(false)),
 		engine.Bind(promptFlow, func(fx *engine.Fx, in ChatIn) (string, error) {
 			if run := durable.RunOf(fx); run != nil {

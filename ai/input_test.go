@@ -79,7 +79,7 @@ func TestInputErrors(t *testing.T) {
 		{"message and messages", ChatIn{Message: "a", Messages: []ai.InputMessage{{Role: "user", Content: "b"}}},
 			"pass message or messages, not both", ai.ErrMessageAndMessages},
 		{"neither", ChatIn{}, "needs a message or messages", nil},
-		{"bad role", ChatIn{Messages: []ai.InputMessage{{Role: "robot", Content: "b"}}}, `role must be user, assistant or system, got "robot"`, nil},
+		{"bad role", ChatIn{Messages: []ai.InputMessage{{Role: "robot", Content: "b"}}}, `role must be user, assistant, tool, system, developer, activity or reasoning, got "robot"`, nil},
 	}
 	w := newWorld(t, setup{turns: []turn{{Text: "never"}}})
 	for _, tc := range cases {

@@ -78,6 +78,7 @@ type toolOutcome struct {
 	Content string          `json:"content"`
 	Output  json.RawMessage `json:"output,omitempty"`
 	Threw   bool            `json:"threw,omitempty"`
+	State   json.RawMessage `json:"state,omitempty"` // the run's AG-UI state after the tool changed it
 }
 
 // stopError ends a run with RUN_ERROR instead of RUN_FINISHED.
@@ -99,6 +100,9 @@ const (
 // r.result, r.parked or r.err.
 func (r *AgentRun) loop(ctx context.Context, em *emitter) {
 	st := &loopState{r: r, em: em, ctx: ctx, seen: map[string]bool{}}
+	if r.aguiClient {
+		st.ids.prefix = r.id + ":"
+	}
 	st.run()
 }
 
@@ -116,12 +120,22 @@ type loopState struct {
 	text     string
 	history  []Message
 	seen     map[string]bool // tool call ids used in this run: each call gets its own
+	pending  []string        // client tool calls left for the client to run
 }
 
 func (s *loopState) run() {
 	r := s.r
 	s.em.emit(agui.RunStarted{ThreadID: r.threadID, RunID: r.id})
+	if (r.durable == nil || !r.durable.Replaying()) && !r.state.empty() {
+		// The state the client sent, once: a resumed run's log already has it.
+		s.em.emit(agui.StateSnapshot{Snapshot: r.state.get()})
+	}
 	s.history = append(s.history, r.messages...)
+	for _, m := range r.messages {
+		for _, c := range m.ToolCalls {
+			s.seen[c.ID] = true // a new call never takes the id of one in the history
+		}
+	}
 	for {
 		if err := s.em.failed(); err != nil {
 			r.err = err
@@ -212,7 +226,7 @@ func addInt(p *int64, n int64) *int64 {
 // the turn is a journal step, so a replay returns it without calling the model.
 func (s *loopState) modelCall(stepName string) (turn, error) {
 	r := s.r
-	req := Request{Model: r.agent.model.ModelID(), System: r.agent.system, Messages: s.history, Tools: r.tools}
+	req := Request{Model: r.agent.model.ModelID(), System: r.systemPrompt(), Messages: s.history, Tools: r.tools}
 	called := false
 	var live turn
 	call := func(ctx context.Context) (json.RawMessage, error) {
@@ -286,15 +300,23 @@ func isJSONObject(s string) bool {
 // reason when the loop must stop after this step.
 func (s *loopState) toolCalls(stepName string, calls []ToolCall) (agui.StopReason, error) {
 	r := s.r
+	// Client tools are the client's to run: the run ends after this step's own tools so
+	// the client can answer them in its next run. No gate or approval applies to them.
+	server := make([]ToolCall, 0, len(calls))
 	for _, c := range calls {
+		if r.isClientTool(c.Name) {
+			s.pending = append(s.pending, c.ID)
+			continue
+		}
 		if !r.agent.hasTool(r.flowOf(c.Name)) {
 			return "", &stopError{code: CodeAgentLoopHalt,
 				msg: fmt.Sprintf("ai: agent %s called tool %q, which is not in its tools; add the flow to the agent's tools or stop offering it", r.agent.name, r.flowOf(c.Name))}
 		}
+		server = append(server, c)
 	}
 	// Only the calls maxSteps lets run are asked about: nobody approves a call that is
 	// dropped anyway.
-	runnable := calls[:min(len(calls), max(r.agent.maxSteps-s.calls, 0))]
+	runnable := server[:min(len(server), max(r.agent.maxSteps-s.calls, 0))]
 	decisions, err := s.approvals(stepName, runnable)
 	if err != nil || r.parked {
 		return "", err
@@ -313,7 +335,13 @@ func (s *loopState) toolCalls(stepName string, calls []ToolCall) (agui.StopReaso
 			s.output = out.Output
 		}
 	}
-	if len(runnable) < len(calls) || s.calls >= r.agent.maxSteps {
+	if len(runnable) < len(server) {
+		return agui.StopMaxSteps, nil
+	}
+	if len(s.pending) > 0 {
+		return agui.StopCompleted, nil
+	}
+	if s.calls >= r.agent.maxSteps {
 		return agui.StopMaxSteps, nil
 	}
 	return "", nil
@@ -328,9 +356,13 @@ func (s *loopState) runTool(stepName string, c ToolCall, d *journal.Decision) (t
 	r := s.r
 	msgID := s.ids.next()
 	call := func(ctx context.Context) (json.RawMessage, error) {
-		out, err := s.invoke(ctx, c, d)
+		ts := &toolState{st: &r.state, em: s.em, open: func() { s.openStep(stepName) }}
+		out, err := s.invoke(withToolState(ctx, ts), c, d)
 		if err != nil {
 			return nil, err
+		}
+		if ts.changed {
+			out.State = r.state.get()
 		}
 		s.openStep(stepName)
 		s.em.emit(agui.ToolCallResult{MessageID: msgID, ToolCallID: c.ID, Content: out.Content, Role: agui.RoleTool})
@@ -349,6 +381,9 @@ func (s *loopState) runTool(stepName string, c ToolCall, d *journal.Decision) (t
 	var out toolOutcome
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return toolOutcome{}, fmt.Errorf("ai: decoding recorded tool result: %w", err)
+	}
+	if out.State != nil {
+		r.state.set(out.State) // a replayed call: the state it left
 	}
 	return out, nil
 }
@@ -412,6 +447,9 @@ func (s *loopState) finish(reason agui.StopReason) {
 	r := s.r
 	res := &agui.RunResult{Cost: s.cost, StopReason: reason, Output: s.output}
 	ev := agui.RunFinished{ThreadID: r.threadID, RunID: r.id, Result: res}
+	if len(s.pending) > 0 {
+		ev.Outcome = &agui.Outcome{Type: agui.OutcomeSuccess, PendingToolCallIDs: s.pending}
+	}
 	if s.in != nil || s.out != nil {
 		ev.Usage = []agui.Usage{{InputTokens: s.in, OutputTokens: s.out}}
 	}

@@ -42,16 +42,21 @@ type RunResult struct {
 // [RunOptions.Stream]); inside a durable flow every model call and tool call is a journal
 // step, so a resumed run does not call the model or the tools again.
 type AgentRun struct {
-	fx        *engine.Fx
-	agent     *AgentDef
-	opts      RunOptions
-	messages  []Message
-	tools     []ToolSpec
-	wireNames map[string]string // model-facing tool name → flow id
-	id        string
-	threadID  string
-	durable   *journal.Run
-	log       *journal.LogWriter // opened by the run id's step in a durable streaming run
+	fx         *engine.Fx
+	agent      *AgentDef
+	opts       RunOptions
+	messages   []Message
+	tools      []ToolSpec
+	wireNames  map[string]string // model-facing tool name → flow id
+	client     map[string]string // model-facing name → name of each client tool (RunAgentInput.tools)
+	context    []ContextItem
+	state      runState // the AG-UI state: the client's, then what tools set
+	id         string
+	threadID   string
+	durable    *journal.Run
+	log        *journal.LogWriter // opened by the run id's step in a durable streaming run
+	follow     *resumePoint       // a resume: the response relays the parked run's log from here
+	aguiClient bool               // the input named an AG-UI runId: message ids carry the run id
 
 	started    bool
 	finished   bool
@@ -74,14 +79,18 @@ func Run(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions) (*AgentRun,
 	if err := agent.validate(); err != nil {
 		return nil, err
 	}
-	msgs, thread, err := conversation(input)
+	in, err := conversation(input)
 	if err != nil {
 		return nil, err
 	}
 	if opts.ThreadID == "" {
-		opts.ThreadID = thread
+		opts.ThreadID = in.threadID
 	}
-	r := &AgentRun{fx: fx, agent: agent, opts: opts, messages: msgs, durable: durable.RunOf(fx), wireNames: map[string]string{}}
+	if len(in.resume) > 0 {
+		return resume(fx, agent, in.resume, opts)
+	}
+	r := &AgentRun{fx: fx, agent: agent, opts: opts, messages: in.messages, durable: durable.RunOf(fx), wireNames: map[string]string{},
+		context: in.context, state: runState{doc: in.state}, aguiClient: in.clientRunID != ""}
 	for _, name := range agent.tools {
 		def, ok := fx.App().Lookup(name)
 		if !ok {
@@ -95,6 +104,7 @@ func Run(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions) (*AgentRun,
 		r.wireNames[wire] = name
 		r.tools = append(r.tools, ToolSpec{Name: wire, Description: def.Description(), Parameters: params})
 	}
+	r.addClientTools(in.tools)
 	// The run id is a step, so a resumed run keeps its id and its log. A durable run that
 	// streams creates its log's stream in the same journal write.
 	if r.durable != nil && opts.Stream {
@@ -175,6 +185,10 @@ func (r *AgentRun) Respond(fx *engine.Fx, w http.ResponseWriter, req *http.Reque
 // failed or its result.
 func (r *AgentRun) Outcome() (any, error) {
 	switch {
+	case r.follow != nil && r.err == nil:
+		// A resume's own flow run ends here even when the run it relayed parked again:
+		// that run waits under its own id, answered by the next resume.
+		return r.result, nil
 	case r.parked:
 		return nil, engine.ErrParked
 	case r.err != nil:
@@ -215,6 +229,10 @@ func (r RunResult) appendJSON(dst []byte) ([]byte, error) {
 // streams, and with CUSTOM notices on the parent run when this is a subagent.
 func (r *AgentRun) execute(ctx context.Context, sse *httpx.SSEWriter) {
 	r.started = true
+	if r.follow != nil {
+		r.relay(ctx, sse)
+		return
+	}
 	parent := emitterFrom(r.fx.Context())
 	em := &emitter{ctx: ctx, sse: sse, parent: parent}
 	if parent != nil {
@@ -312,6 +330,9 @@ func wireName(flowID string) string { return strings.ReplaceAll(flowID, ".", "_"
 func (r *AgentRun) flowOf(wire string) string {
 	if id, ok := r.wireNames[wire]; ok {
 		return id
+	}
+	if name, ok := r.client[wire]; ok {
+		return name
 	}
 	return wire
 }

@@ -59,6 +59,10 @@ func Decode(data []byte) (Event, error) {
 		return decodeAs[ToolCallResult](typ, data)
 	case TypeCustom:
 		return decodeAs[Custom](typ, data)
+	case TypeStateSnapshot:
+		return decodeAs[StateSnapshot](typ, data)
+	case TypeStateDelta:
+		return decodeAs[StateDelta](typ, data)
 	default:
 		if ok && !json.Valid(data) { // the fast path has not looked past the type
 			return nil, fmt.Errorf("agui: %s event is not valid JSON", typ)

@@ -89,6 +89,21 @@ func AppendJSON(dst []byte, ev Event) ([]byte, error) {
 			}
 			dst = append(dst, v...)
 		}
+	case StateSnapshot:
+		dst = append(dst, `{"type":"STATE_SNAPSHOT","snapshot":`...)
+		var err error
+		if dst, err = appendRaw(dst, e.Snapshot, "STATE_SNAPSHOT snapshot"); err != nil {
+			return dst, err
+		}
+	case StateDelta:
+		dst = append(dst, `{"type":"STATE_DELTA","delta":`...)
+		if len(e.Delta) == 0 || e.Delta[0] != '[' {
+			return dst, fmt.Errorf("agui: STATE_DELTA delta must be a JSON array")
+		}
+		var err error
+		if dst, err = appendRaw(dst, e.Delta, "STATE_DELTA delta"); err != nil {
+			return dst, err
+		}
 	case Unknown:
 		b, err := json.Marshal(e)
 		if err != nil {
@@ -159,6 +174,19 @@ func appendRunResult(dst []byte, r *RunResult) ([]byte, error) {
 		}
 	}
 	return append(dst, '}'), nil
+}
+
+// appendRaw appends a raw JSON value, compacted and checked as json.Marshal would; nil
+// is null.
+func appendRaw(dst []byte, raw json.RawMessage, what string) ([]byte, error) {
+	if len(raw) == 0 {
+		return append(dst, "null"...), nil
+	}
+	v, err := json.Marshal(raw)
+	if err != nil {
+		return dst, fmt.Errorf("agui: %s: %w", what, err)
+	}
+	return append(dst, v...), nil
 }
 
 func appendOptional(dst []byte, key, s string) []byte {

@@ -5,8 +5,8 @@ import "encoding/json"
 // Type is the discriminator every event carries in its "type" member.
 type Type string
 
-// The event types of the service contract. AG-UI defines more (state, reasoning,
-// activity…); those decode as [Unknown].
+// The event types of the service contract, and AG-UI's state events. AG-UI defines more
+// (reasoning, activity…); those decode as [Unknown].
 const (
 	TypeRunStarted         Type = "RUN_STARTED"
 	TypeRunFinished        Type = "RUN_FINISHED"
@@ -21,6 +21,8 @@ const (
 	TypeToolCallEnd        Type = "TOOL_CALL_END"
 	TypeToolCallResult     Type = "TOOL_CALL_RESULT"
 	TypeCustom             Type = "CUSTOM"
+	TypeStateSnapshot      Type = "STATE_SNAPSHOT"
+	TypeStateDelta         Type = "STATE_DELTA"
 )
 
 // Roles carried by text messages and tool results. AG-UI accepts only "tool" on

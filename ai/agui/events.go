@@ -193,3 +193,29 @@ func (Custom) isEvent()   {}
 
 // MarshalJSON encodes the event with its type first; see [AppendJSON].
 func (e Custom) MarshalJSON() ([]byte, error) { return AppendJSON(nil, e) }
+
+// StateSnapshot carries the whole AG-UI state of the run (any JSON value; nil is sent as
+// null).
+type StateSnapshot struct {
+	Snapshot json.RawMessage `json:"snapshot"`
+}
+
+// Type reports [TypeStateSnapshot].
+func (StateSnapshot) Type() Type { return TypeStateSnapshot }
+func (StateSnapshot) isEvent()   {}
+
+// MarshalJSON encodes the event with its type first; see [AppendJSON].
+func (e StateSnapshot) MarshalJSON() ([]byte, error) { return AppendJSON(nil, e) }
+
+// StateDelta carries a change of the run's AG-UI state as a JSON Patch (RFC 6902): a
+// JSON array of operations.
+type StateDelta struct {
+	Delta json.RawMessage `json:"delta"`
+}
+
+// Type reports [TypeStateDelta].
+func (StateDelta) Type() Type { return TypeStateDelta }
+func (StateDelta) isEvent()   {}
+
+// MarshalJSON encodes the event with its type first; see [AppendJSON].
+func (e StateDelta) MarshalJSON() ([]byte, error) { return AppendJSON(nil, e) }

@@ -38,8 +38,8 @@ type Usage struct {
 // OutcomeType is the discriminator of RUN_FINISHED.outcome.
 type OutcomeType string
 
-// The outcome types AG-UI 1.0 defines. The engine sends only [OutcomeInterrupt]; an
-// absent outcome means success.
+// The outcome types AG-UI 1.0 defines. The engine sends [OutcomeInterrupt] for a park and
+// [OutcomeSuccess] only to name pending client tool calls; an absent outcome means success.
 const (
 	OutcomeSuccess   OutcomeType = "success"
 	OutcomeInterrupt OutcomeType = "interrupt"
@@ -47,10 +47,12 @@ const (
 )
 
 // Outcome is RUN_FINISHED.outcome. For [OutcomeInterrupt] AG-UI requires at least one
-// interrupt.
+// interrupt. PendingToolCallIDs, on [OutcomeSuccess] only, names the client tool calls
+// the run streamed and left for the client to run, in the order they were made.
 type Outcome struct {
-	Type       OutcomeType `json:"type"`
-	Interrupts []Interrupt `json:"interrupts,omitempty"`
+	Type               OutcomeType `json:"type"`
+	Interrupts         []Interrupt `json:"interrupts,omitempty"`
+	PendingToolCallIDs []string    `json:"pendingToolCallIds,omitempty"`
 }
 
 // InterruptOutcome is the outcome of a run parked for approval.
@@ -62,15 +64,18 @@ func InterruptOutcome(interrupts ...Interrupt) *Outcome {
 const ReasonApproval = "approval"
 
 // Interrupt is one approval interrupt record. ID, Reason and Payload are the service
-// contract's; ToolCallID and ExpiresAt are AG-UI's own interrupt fields, sent too so
-// stock AG-UI clients understand the park. ID is the only handle for the decision (see
-// [NewInterruptID]).
+// contract's; Message, ToolCallID, ExpiresAt and ResponseSchema are AG-UI's own
+// interrupt fields, sent too so stock AG-UI clients understand the park and can answer
+// it with RunAgentInput.resume (ResponseSchema describes the payload they may send). ID
+// is the only handle for the decision (see [NewInterruptID]).
 type Interrupt struct {
-	ID         string           `json:"id"`
-	Reason     string           `json:"reason"`
-	Payload    InterruptPayload `json:"payload"`
-	ToolCallID string           `json:"toolCallId,omitempty"`
-	ExpiresAt  time.Time        `json:"expiresAt,omitzero"`
+	ID             string           `json:"id"`
+	Reason         string           `json:"reason"`
+	Payload        InterruptPayload `json:"payload"`
+	Message        string           `json:"message,omitempty"`
+	ToolCallID     string           `json:"toolCallId,omitempty"`
+	ExpiresAt      time.Time        `json:"expiresAt,omitzero"`
+	ResponseSchema json.RawMessage  `json:"responseSchema,omitempty"`
 }
 
 // InterruptPayload names the tool waiting for approval and the arguments it would get.

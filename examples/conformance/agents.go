@@ -46,11 +46,15 @@ type ResearchOut struct {
 	Answer string `json:"answer"`
 }
 
-// ChatIn is chat.ask's input: a message, or a whole conversation, and an optional thread.
-type ChatIn struct {
-	Message  string            `json:"message,omitempty"`
-	Messages []ai.InputMessage `json:"messages,omitempty"`
-	ThreadID string            `json:"threadId,omitempty"`
+// RememberIn is tools.remember's input: state[key] = value.
+type RememberIn struct {
+	Key   string `json:"key"`
+	Value any    `json:"value"`
+}
+
+// RememberOut is tools.remember's reply.
+type RememberOut struct {
+	OK bool `json:"ok"`
 }
 
 type StoryIn struct {
@@ -66,7 +70,11 @@ var (
 		engine.Describe("A tool that always fails."))
 	Research = engine.Define[ResearchIn, ResearchOut](Tools, "research",
 		engine.Describe("Ask the researcher agent a question; it can look up the weather."))
-	Ask = engine.Define[ChatIn, *ai.AgentRun](Chat, "ask", engine.POST("/chat"), engine.Durable(),
+	Remember = engine.Define[RememberIn, RememberOut](Tools, "remember",
+		engine.Describe("Remember a value in the state shared with the user's app, under key."))
+	// Ask takes AG-UI's RunAgentInput as it is ({message} and {messages} are its forms
+	// too), so any AG-UI frontend talks to it unchanged.
+	Ask = engine.Define[ai.Input, *ai.AgentRun](Chat, "ask", engine.POST("/chat"), engine.Durable(),
 		engine.InputSchema(func(s *jsonschema.Schema) {
 			if p := s.Properties["message"]; p != nil {
 				p.MinLength = new(1)
@@ -93,7 +101,7 @@ func agentsPart(_ context.Context, e *env) (engine.Option, error) {
 	model := ai.Model("default", prov, e.ModelName, ai.WithPricing(1.0, 2.0))
 	researcher := ai.Agent("researcher", model, []string{"tools.weather"}, 0,
 		ai.System("You research questions; use the weather tool for temperatures."))
-	assistant := ai.Agent("assistant", model, []string{"tools.weather", "tools.transfer", "tools.explode", "tools.research"}, 6,
+	assistant := ai.Agent("assistant", model, []string{"tools.weather", "tools.transfer", "tools.explode", "tools.research", "tools.remember"}, 6,
 		ai.Budget(0.05), ai.System("You are a helpful assistant. Use the tools when they help."))
 
 	return engine.Options(
@@ -111,8 +119,14 @@ func agentsPart(_ context.Context, e *env) (engine.Option, error) {
 			}
 			return ResearchOut{Answer: run.Result().Text}, nil
 		}),
-		engine.Bind(Ask, func(fx *engine.Fx, in ChatIn) (*ai.AgentRun, error) {
-			return ai.Run(fx, assistant, ai.Input{Message: in.Message, Messages: in.Messages, ThreadID: in.ThreadID}, ai.RunOptions{Stream: true})
+		engine.Bind(Remember, func(fx *engine.Fx, in RememberIn) (RememberOut, error) {
+			if err := ai.SetState(fx, in.Key, in.Value); err != nil {
+				return RememberOut{}, err
+			}
+			return RememberOut{OK: true}, nil
+		}),
+		engine.Bind(Ask, func(fx *engine.Fx, in ai.Input) (*ai.AgentRun, error) {
+			return ai.Run(fx, assistant, in, ai.RunOptions{Stream: true})
 		}),
 		engine.Bind(Story, func(fx *engine.Fx, in StoryIn) (*ai.TextStream, error) {
 			return ai.StreamText(fx, model, in.Prompt)

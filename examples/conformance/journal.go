@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 // The journal part: the durable-execution journal on the app database (memory, SQLite or
 // Postgres, as ENGINE_JOURNAL says) and the built-in agent routes: approve, deny, follow.
 // ENGINE_LEASE_TTL (a Go duration, default 15s) sets how soon another instance takes over
-// the runs of one that died.
+// the runs of one that died; ENGINE_APPROVAL_WAIT (a Go duration, default 24h) how long an
+// approval waits before it is denied with reason timeout.
 func init() {
 	register("journal", journalPart)
 }
@@ -52,5 +54,11 @@ func journalPart(ctx context.Context, e *env) (engine.Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	return engine.Options(durable.With(j), ai.Install(ai.Options{})), nil
+	var wait time.Duration
+	if v := os.Getenv("ENGINE_APPROVAL_WAIT"); v != "" {
+		if wait, err = time.ParseDuration(v); err != nil {
+			return nil, fmt.Errorf("ENGINE_APPROVAL_WAIT: %w", err)
+		}
+	}
+	return engine.Options(durable.With(j), ai.Install(ai.Options{ApprovalWait: wait})), nil
 }

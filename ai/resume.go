@@ -1,0 +1,295 @@
+package ai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/durable"
+	"github.com/bbc28f59/engine/httpx"
+	"github.com/bbc28f59/engine/journal"
+)
+
+// responseSchema is the interrupts' responseSchema: the payload of a resume entry the
+// engine reads (see [ResumePayload]).
+var responseSchema = json.RawMessage(`{"type":"object","properties":{` +
+	`"args":{"type":"object","description":"with status resolved: replaces the tool input; validated against the tool's input schema"},` +
+	`"reason":{"type":"string","description":"with status cancelled: why the call was denied, which the model sees"}}}`)
+
+// resumePoint is where the response to a resume input starts reading the parked run's
+// log: recorded as a step of the flow that received it, so a replay of that flow does
+// not decide again.
+type resumePoint struct {
+	Stream string `json:"stream"`
+	After  int64  `json:"after"`
+}
+
+// resume answers the interrupts of a parked agent run (RunAgentInput.resume) and returns
+// a run whose response streams the parked run's log from there on: the run resumes on
+// whichever instance claims it, under its own run id and log. Every entry is checked
+// before anything is decided, and every error comes before any event.
+func resume(fx *engine.Fx, agent *AgentDef, entries []ResumeEntry, opts RunOptions) (*AgentRun, error) {
+	p, err := durable.Step(fx, "agent-resume:"+agent.name, func(ctx context.Context) (resumePoint, error) {
+		return decideResume(ctx, fx.App(), fx.Principal(), entries)
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := &AgentRun{fx: fx, agent: agent, opts: opts, id: p.Stream, follow: &p}
+	if !opts.Stream {
+		r.execute(fx.Context(), nil)
+		return r, r.err
+	}
+	return r, nil
+}
+
+// decidedEntry is one checked resume entry, ready to be stored.
+type decidedEntry struct {
+	id      string
+	kind    journal.DecisionKind
+	payload decisionPayload
+}
+
+// decideResume checks every entry as the approval routes check one decision, then
+// stores the decisions. It returns the parked run's log and its last seq before them.
+func decideResume(ctx context.Context, app *engine.App, p *engine.Principal, entries []ResumeEntry) (resumePoint, error) {
+	j := durable.JournalOf(app)
+	if j == nil {
+		return resumePoint{}, engine.NotFound("no approval is waiting under this id")
+	}
+	var runID string
+	seen := map[string]bool{}
+	decided := make([]decidedEntry, 0, len(entries))
+	for i, e := range entries {
+		path := fmt.Sprintf("resume[%d]", i)
+		var kind journal.DecisionKind
+		switch e.Status {
+		case ResumeResolved:
+			kind = journal.DecisionApprove
+		case ResumeCancelled:
+			kind = journal.DecisionDeny
+		default:
+			return resumePoint{}, invalid(fmt.Errorf("ai: status must be resolved or cancelled, got %q", e.Status), path+".status")
+		}
+		var dp ResumePayload
+		if len(e.Payload) > 0 && string(e.Payload) != "null" {
+			if err := json.Unmarshal(e.Payload, &dp); err != nil {
+				return resumePoint{}, invalid(errors.New("ai: payload must be an object {args} or {reason}"), path+".payload")
+			}
+		}
+		if kind == journal.DecisionApprove && len(dp.Args) > 0 && !isJSONObject(string(dp.Args)) {
+			return resumePoint{}, invalid(errors.New("ai: args must be an object"), path+".payload.args")
+		}
+		if seen[e.InterruptID] {
+			return resumePoint{}, invalid(errors.New("ai: the interrupt is answered twice"), path+".interruptId")
+		}
+		seen[e.InterruptID] = true
+		run, _, err := agui.ParseInterruptID(e.InterruptID)
+		if err != nil {
+			return resumePoint{}, engine.NotFound("no approval is waiting under this id")
+		}
+		if runID != "" && run != runID {
+			return resumePoint{}, invalid(errors.New("ai: resume answers the interrupts of one run at a time"), path+".interruptId")
+		}
+		runID = run
+		d := decidedEntry{id: e.InterruptID, kind: kind}
+		if kind == journal.DecisionApprove {
+			d.payload.Args = dp.Args
+		} else {
+			d.payload.Reason = dp.Reason
+		}
+		decided = append(decided, d)
+	}
+	parks, err := pendingParks(ctx, app, p, runID)
+	if err != nil {
+		return resumePoint{}, err
+	}
+	var stream string
+	for i, d := range decided {
+		park, ok := parks[d.id]
+		if !ok {
+			return resumePoint{}, engine.NotFound("no approval is waiting under this id")
+		}
+		expired := park.record.Decision == nil && !park.record.Deadline.After(j.Now())
+		if expired {
+			// The timeout is the decision: decide stores it as the approval routes do.
+			_ = decide(ctx, app, p, d.id, d.kind, d.payload)
+		}
+		if expired || park.record.Decision != nil && park.record.Decision.Kind == journal.DecisionTimeout {
+			return resumePoint{}, engine.Conflict("interrupt %s expired at %s; the call was denied with reason timeout",
+				d.id, park.record.Deadline.UTC().Format(time.RFC3339Nano))
+		}
+		if park.record.Decision != nil {
+			return resumePoint{}, engine.Conflict("interrupt %s is already decided", d.id)
+		}
+		if len(d.payload.Args) > 0 {
+			if err := checkToolInput(app, park.payload.Tool, d.payload.Args, fmt.Sprintf("resume[%d].payload.args", i)); err != nil {
+				return resumePoint{}, err
+			}
+		}
+		stream = park.payload.StreamID
+	}
+	var missing []string
+	for id, park := range parks {
+		if park.record.Decision == nil && !seen[id] {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		return resumePoint{}, invalid(fmt.Errorf("ai: resume must answer every interrupt of the run; not answered: %s", strings.Join(missing, ", ")), "resume")
+	}
+	after, err := j.Driver().LastSeq(ctx, stream)
+	if err != nil {
+		return resumePoint{}, fmt.Errorf("ai: reading run %s: %w", stream, err)
+	}
+	for _, d := range decided {
+		if err := decide(ctx, app, p, d.id, d.kind, d.payload); err != nil {
+			return resumePoint{}, err
+		}
+	}
+	return resumePoint{Stream: stream, After: after}, nil
+}
+
+// park is one park of an agent run, with what it is about.
+type park struct {
+	record  journal.ParkRecord
+	payload parkPayload
+}
+
+// pendingParks returns the approval parks of a durable run by interrupt id, if the run
+// is the caller's tenant's: another tenant's run is NotFound, as an unknown one.
+func pendingParks(ctx context.Context, app *engine.App, p *engine.Principal, runID string) (map[string]park, error) {
+	unknown := engine.NotFound("no approval is waiting under this id")
+	j := durable.JournalOf(app)
+	rec, err := j.GetRun(ctx, runID)
+	if errors.Is(err, journal.ErrNotFound) {
+		return nil, unknown
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ai: reading run %s: %w", runID, err)
+	}
+	tenant := ""
+	if p != nil {
+		tenant = p.Tenant
+	}
+	if rec.Tenant != tenant {
+		return nil, unknown
+	}
+	records, err := j.Driver().ListParks(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]park{}
+	for _, rec := range records {
+		var pp parkPayload
+		if json.Unmarshal(rec.Payload, &pp) != nil || pp.StreamID == "" {
+			continue // not an agent approval
+		}
+		id, err := agui.NewInterruptID(runID, rec.Key)
+		if err != nil {
+			continue
+		}
+		out[id] = park{record: rec, payload: pp}
+	}
+	return out, nil
+}
+
+// checkToolInput validates args against the input schema of the tool flow.
+func checkToolInput(app *engine.App, tool string, args json.RawMessage, path string) error {
+	def, ok := app.Lookup(tool)
+	if !ok || def.InputSchema() == nil {
+		return nil
+	}
+	resolved, err := def.InputSchema().Resolve(nil)
+	if err != nil {
+		return fmt.Errorf("ai: input schema of tool %s: %w", tool, err)
+	}
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
+		return invalid(err, path)
+	}
+	if err := resolved.Validate(v); err != nil {
+		return invalid(fmt.Errorf("ai: args do not fit the input of tool %s: %w", tool, err), path)
+	}
+	return nil
+}
+
+// relay streams the parked run's log after the resume point until the resumed run ends
+// (RUN_FINISHED, parked again or done, or RUN_ERROR), with the same seq ids a follower
+// sees. Without sse it reads the same rows to learn how the run ended.
+func (r *AgentRun) relay(ctx context.Context, sse *httpx.SSEWriter) {
+	j := durable.JournalOf(r.fx.App())
+	cfg := configOf(r.fx.App())
+	after := r.follow.After
+	wake, unsubscribe := j.Subscribe(r.follow.Stream)
+	defer unsubscribe()
+	poll := time.NewTimer(cfg.FollowPoll)
+	defer poll.Stop()
+	for {
+		st, rows, err := j.ReadStream(ctx, r.follow.Stream, after, followBatch)
+		if err != nil {
+			r.err = err
+			return
+		}
+		for _, row := range rows {
+			if sse != nil {
+				if err := sse.WriteEvent(row.Seq, row.Event); err != nil {
+					r.err = err
+					return
+				}
+			}
+			after = row.Seq
+			if endsRun(row.Event) {
+				r.relayed(row.Event)
+				return
+			}
+		}
+		if len(rows) == followBatch {
+			continue
+		}
+		if st.FinishedAt != nil {
+			r.finished = true
+			return
+		}
+		poll.Reset(cfg.FollowPoll)
+		select {
+		case <-ctx.Done():
+			r.err = ctx.Err()
+			return
+		case <-wake:
+		case <-poll.C:
+		}
+	}
+}
+
+// relayed records how the relayed run ended, from its last event.
+func (r *AgentRun) relayed(ev json.RawMessage) {
+	var end struct {
+		Type    string          `json:"type"`
+		Message string          `json:"message"`
+		Code    string          `json:"code"`
+		Result  *agui.RunResult `json:"result"`
+		Outcome *agui.Outcome   `json:"outcome"`
+	}
+	if err := json.Unmarshal(ev, &end); err != nil {
+		r.err = err
+		return
+	}
+	switch {
+	case end.Type == string(agui.TypeRunError):
+		r.err = &RunError{Code: end.Code, Message: end.Message}
+	case end.Outcome != nil && end.Outcome.Type == agui.OutcomeInterrupt:
+		r.interrupts = end.Outcome.Interrupts
+		r.finished = true // this response is done; the run waits for the next resume
+	default:
+		r.finished = true
+		if end.Result != nil {
+			r.result = RunResult{Output: end.Result.Output, Cost: end.Result.Cost, StopReason: string(end.Result.StopReason)}
+		}
+	}
+}
