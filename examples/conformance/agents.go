@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
@@ -128,6 +129,8 @@ func agentsPart(_ context.Context, e *env) (engine.Option, error) {
 		engine.Bind(Ask, func(fx *engine.Fx, in ai.Input) (*ai.AgentRun, error) {
 			return ai.Run(fx, assistant, in, ai.RunOptions{Stream: true})
 		}),
+		// AG-UI clients read what the assistant supports here (their getCapabilities).
+		engine.Mount(http.MethodGet, "/chat/capabilities", ai.CapabilitiesHandler(assistant)),
 		engine.Bind(Story, func(fx *engine.Fx, in StoryIn) (*ai.TextStream, error) {
 			return ai.StreamText(fx, model, in.Prompt)
 		}),
