@@ -52,7 +52,8 @@ var execKey = engine.NewKey[*execution]("durable execution")
 // With runs the app's durable flows ([engine.Durable]) under j: a run's record is
 // written before its handler starts, [Step] results are recorded and replayed, handlers
 // may [Park], and the journal resumes runs after a decision, a timeout or a dead owner's
-// lease expiry. [engine.App.Start] starts the journal's background work and
+// lease expiry. It mounts [RunPath], where whoever may follow a run reads its state.
+// [engine.App.Start] starts the journal's background work and
 // [engine.App.Close] stops it. Without With, durable flows run as ordinary flows.
 func With(j *journal.Journal) engine.Option {
 	if j == nil {
@@ -68,6 +69,7 @@ func With(j *journal.Journal) engine.Option {
 			j.SetResumer(r.resume)
 			return nil
 		}),
+		ext.MountEngine("runs", "runId", runHandler{}),
 		engine.OnStart(func(ctx context.Context, _ *engine.App) error { return j.Start(ctx) }),
 		engine.OnClose(func(ctx context.Context, _ *engine.App) error { return j.Close(ctx) }),
 	)
