@@ -118,14 +118,44 @@ func Clock[Out any](f *engine.Flow[Tick, Out], s Schedule, h func(fx *engine.Fx,
 			if !f.Def().Durable() {
 				return fmt.Errorf("durable: Clock: flow %s must be durable (engine.Durable())", f.ID())
 			}
-			if JournalOf(app) == nil {
+			set, ok := clocksKey.App(app)
+			if !ok || JournalOf(app) == nil {
 				return fmt.Errorf("durable: Clock: flow %s needs durable.With", f.ID())
 			}
+			set.add(c)
 			return nil
 		}),
-		engine.OnStart(func(ctx context.Context, app *engine.App) error { return c.start(app) }),
-		engine.OnClose(func(ctx context.Context, _ *engine.App) error { c.stop(); return nil }),
 	)
+}
+
+// clockSet is the schedules of an app, started after its journal and stopped before.
+type clockSet struct {
+	mu     sync.Mutex
+	clocks []*clock
+}
+
+var clocksKey = engine.NewKey[*clockSet]("durable clocks")
+
+func (s *clockSet) add(c *clock) {
+	s.mu.Lock()
+	s.clocks = append(s.clocks, c)
+	s.mu.Unlock()
+}
+
+func (s *clockSet) start(app *engine.App) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.clocks {
+		c.start(app)
+	}
+}
+
+func (s *clockSet) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.clocks {
+		c.stop()
+	}
 }
 
 // clock runs one schedule on this instance.
@@ -152,7 +182,7 @@ func TickRunID(flow string, at time.Time) string {
 // outage the first instance back finds the ticks it missed from it.
 const lastSignal = "engine.clock.last"
 
-func (c *clock) start(app *engine.App) error {
+func (c *clock) start(app *engine.App) {
 	c.app, c.j = app, JournalOf(app)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
@@ -161,7 +191,6 @@ func (c *clock) start(app *engine.App) error {
 		defer c.wg.Done()
 		c.loop(ctx)
 	}()
-	return nil
 }
 
 func (c *clock) stop() {

@@ -59,6 +59,7 @@ func With(j *journal.Journal) engine.Option {
 	if j == nil {
 		return engine.InvalidOption(errors.New("durable: With: nil journal"))
 	}
+	clocks := &clockSet{}
 	return engine.Options(
 		journalKey.Option(j),
 		ext.AppOption(func(a *engine.App) error {
@@ -70,8 +71,20 @@ func With(j *journal.Journal) engine.Option {
 			return nil
 		}),
 		ext.MountEngine("runs", "runId", runHandler{}),
-		engine.OnStart(func(ctx context.Context, _ *engine.App) error { return j.Start(ctx) }),
-		engine.OnClose(func(ctx context.Context, _ *engine.App) error { return j.Close(ctx) }),
+		clocksKey.Option(clocks),
+		// Schedules start after the journal and stop before it, so no tick begins on a
+		// journal that is not running.
+		engine.OnStart(func(ctx context.Context, a *engine.App) error {
+			if err := j.Start(ctx); err != nil {
+				return err
+			}
+			clocks.start(a)
+			return nil
+		}),
+		engine.OnClose(func(ctx context.Context, _ *engine.App) error {
+			clocks.stop()
+			return j.Close(ctx)
+		}),
 	)
 }
 
