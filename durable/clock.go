@@ -200,17 +200,19 @@ func (c *clock) stop() {
 	c.wg.Wait()
 }
 
-// loop fires the ticks: first the missed ones, by the schedule's policy, then each tick
-// at its time. A timer that fires late (a busy or suspended process) catches up by the
-// same policy, so no tick between two fired ones is skipped under RunMissed.
+// loop fires the ticks: first the ones missed while no instance ran, by the schedule's
+// policy, then each tick at its time. A timer that fires late (a busy process) fires
+// every tick it passed, late: the policy is about outages, not about a slow timer.
 func (c *clock) loop(ctx context.Context) {
 	last := c.lastTick(ctx)
+	policy := c.sched.missed
 	for ctx.Err() == nil {
 		now := c.j.Now()
 		if last.IsZero() {
 			last = now // first start: nothing was missed
 		}
-		due := c.due(last, now)
+		due := c.due(last, now, policy)
+		policy = RunMissed
 		for _, t := range due {
 			c.fire(ctx, t)
 			last = t
@@ -227,7 +229,7 @@ func (c *clock) loop(ctx context.Context) {
 }
 
 // due lists the ticks after last up to now that the policy runs.
-func (c *clock) due(last, now time.Time) []time.Time {
+func (c *clock) due(last, now time.Time, policy Missed) []time.Time {
 	var all []time.Time
 	for t := c.sched.next(last); !t.After(now); t = c.sched.next(t) {
 		all = append(all, t)
@@ -235,7 +237,7 @@ func (c *clock) due(last, now time.Time) []time.Time {
 			all = all[1:]
 		}
 	}
-	if c.sched.missed == SkipMissed && len(all) > 1 {
+	if policy == SkipMissed && len(all) > 1 {
 		all = all[len(all)-1:]
 	}
 	return all
