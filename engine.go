@@ -32,6 +32,7 @@ type App struct {
 	lifecycleMu sync.Mutex
 	started     bool
 	extraRoutes []extraRoute
+	engineGets  map[string]engineGet // GET /_engine/<unit>/:param routes of the module's extensions
 	values      map[any]any
 	validators  []func(*App) error
 }
@@ -136,6 +137,12 @@ func Mount(method, path string, h http.Handler) Option {
 		a.extraRoutes = append(a.extraRoutes, extraRoute{route: *def.route, params: def.params, h: h})
 		return nil
 	})
+}
+
+// engineGet is a GET route under /_engine/ that an extension of the module serves.
+type engineGet struct {
+	param string
+	h     http.Handler
 }
 
 type extraRoute struct {

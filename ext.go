@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/bbc28f59/engine/internal/hook"
@@ -27,6 +28,22 @@ func (internals) SetDurable(a *App, wrap func(def *FlowDef, next HandlerFunc) Ha
 	}
 	a.durableWrap = wrap
 	return nil
+}
+
+func (internals) MountEngine(unit, param string, h http.Handler) Option {
+	return optionFunc(func(a *App) error {
+		if unit == "" || param == "" || h == nil {
+			return errors.New("engine: MountEngine needs a unit, a parameter and a handler")
+		}
+		if _, dup := a.engineGets[unit]; dup {
+			return fmt.Errorf("engine: GET /_engine/%s/:%s is already mounted", unit, param)
+		}
+		if a.engineGets == nil {
+			a.engineGets = map[string]engineGet{}
+		}
+		a.engineGets[unit] = engineGet{param: param, h: h}
+		return nil
+	})
 }
 
 func (internals) SetContext(fx *Fx, ctx context.Context) { fx.ctx = ctx }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -73,6 +74,17 @@ func (a *App) serveEngine(w http.ResponseWriter, r *http.Request, rest string) {
 		return
 	}
 	unit, flow, ok := strings.Cut(rest, "/")
+	if g, mounted := a.engineGets[unit]; mounted && ok && flow != "" && !strings.Contains(flow, "/") &&
+		(r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		v, err := url.PathUnescape(flow)
+		if err != nil {
+			a.writeError(w, r, nil, NotFound("no route %s %s", r.Method, r.URL.Path))
+			return
+		}
+		r.SetPathValue(g.param, v)
+		g.h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), appKey{}, a)))
+		return
+	}
 	b := a.bindings[unit+"."+flow]
 	if !ok || b == nil || strings.Contains(flow, "/") {
 		a.writeError(w, r, nil, NotFound("no flow %s", strings.ReplaceAll(rest, "/", ".")))

@@ -47,6 +47,9 @@ func newDecideSetup(t *testing.T) *decideSetup {
 			if err != nil {
 				return PlaceOut{}, err
 			}
+			if in.Item == "refused" && dec.Kind == journal.DecisionDeny {
+				return PlaceOut{}, engine.Forbidden("stock", "refused")
+			}
 			var note string
 			_ = json.Unmarshal(dec.Payload, &note)
 			return PlaceOut{Item: in.Item + note, Verdict: string(dec.Kind)}, nil

@@ -52,12 +52,14 @@ var execKey = engine.NewKey[*execution]("durable execution")
 // With runs the app's durable flows ([engine.Durable]) under j: a run's record is
 // written before its handler starts, [Step] results are recorded and replayed, handlers
 // may [Park], and the journal resumes runs after a decision, a timeout or a dead owner's
-// lease expiry. [engine.App.Start] starts the journal's background work and
+// lease expiry. It mounts [RunPath], where whoever may follow a run reads its state.
+// [engine.App.Start] starts the journal's background work and
 // [engine.App.Close] stops it. Without With, durable flows run as ordinary flows.
 func With(j *journal.Journal) engine.Option {
 	if j == nil {
 		return engine.InvalidOption(errors.New("durable: With: nil journal"))
 	}
+	clocks := &clockSet{}
 	return engine.Options(
 		journalKey.Option(j),
 		ext.AppOption(func(a *engine.App) error {
@@ -68,8 +70,21 @@ func With(j *journal.Journal) engine.Option {
 			j.SetResumer(r.resume)
 			return nil
 		}),
-		engine.OnStart(func(ctx context.Context, _ *engine.App) error { return j.Start(ctx) }),
-		engine.OnClose(func(ctx context.Context, _ *engine.App) error { return j.Close(ctx) }),
+		ext.MountEngine("runs", "runId", runHandler{}),
+		clocksKey.Option(clocks),
+		// Schedules start after the journal and stop before it, so no tick begins on a
+		// journal that is not running.
+		engine.OnStart(func(ctx context.Context, a *engine.App) error {
+			if err := j.Start(ctx); err != nil {
+				return err
+			}
+			clocks.start(a)
+			return nil
+		}),
+		engine.OnClose(func(ctx context.Context, _ *engine.App) error {
+			clocks.stop()
+			return j.Close(ctx)
+		}),
 	)
 }
 

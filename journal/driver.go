@@ -103,6 +103,29 @@ type ParkRecord struct {
 	Payload   json.RawMessage
 	Decision  *Decision // nil while pending
 	CreatedAt time.Time
+	// Topic, when set, makes the park a wait for a topic (a signal or a channel): the
+	// driver stores the approve decision itself as soon as the topic's version is above
+	// After, at [Driver.InsertPark] when it already is, otherwise in the write of
+	// [Driver.SetSignal] or [Driver.Publish] that raises it.
+	Topic string
+	After int64
+}
+
+// TopicValue is the stored state of a topic: its version (the count of values set on a
+// signal, the last seq of a channel) and a signal's latest value.
+type TopicValue struct {
+	Topic     string
+	Version   int64
+	Value     json.RawMessage
+	UpdatedAt time.Time
+}
+
+// Message is one stored message of a channel; Seq numbers a channel's messages from 1
+// with no gap, in the order they were committed.
+type Message struct {
+	Seq       int64           `json:"seq"`
+	Payload   json.RawMessage `json:"payload"`
+	CreatedAt time.Time       `json:"createdAt"`
 }
 
 // RunUpdate is the terminal or parking write of a run; it always releases the lease.
@@ -205,7 +228,10 @@ type Driver interface {
 	InsertStep(ctx context.Context, f Fence, s StepRecord, w StepWrites) error
 
 	// InsertPark records a park, fenced and idempotent: when (run, key) exists the stored
-	// park (with its decision, if any) is returned unchanged.
+	// park (with its decision, if any) is returned unchanged. A park with a Topic whose
+	// version is already above After is stored approved in the same write, with the
+	// topic's value as the payload and p.CreatedAt as the time: a wait never misses a
+	// value set before it, nor one set while it was being written.
 	InsertPark(ctx context.Context, f Fence, p ParkRecord) (ParkRecord, error)
 	// ListParks returns every park of a run ordered by key.
 	ListParks(ctx context.Context, runID string) ([]ParkRecord, error)
@@ -218,6 +244,28 @@ type Driver interface {
 	// RecoverableRuns lists ids of runs that need an owner: parked with no pending park,
 	// or running with a released or expired lease.
 	RecoverableRuns(ctx context.Context, now time.Time, limit int) ([]string, error)
+
+	// SetSignal stores value as the latest value of topic and raises its version by one,
+	// and in the same write approves every pending park on topic (payload: value,
+	// time: now) whose After is below the new version. With once, a topic that already
+	// has a value is ErrConflict and nothing is stored. It returns the topic after the
+	// write and the ids of the runs it made runnable (parked, no park still pending).
+	// Subscribers of topic are woken after the commit.
+	SetSignal(ctx context.Context, topic string, value json.RawMessage, once bool, now time.Time) (TopicValue, []string, error)
+	// GetSignal loads a topic's latest value. ErrNotFound when none was ever set.
+	GetSignal(ctx context.Context, topic string) (TopicValue, error)
+	// Publish appends payload to the channel topic with the next seq (its version plus
+	// one; concurrent publishes get consecutive seqs in commit order, so a reader never
+	// sees a later seq before an earlier one) and in the same write approves every
+	// pending park on topic (no payload, time: now) whose After is below the new seq. It
+	// returns the seq and the ids of the runs it made runnable. Subscribers of topic are
+	// woken after the commit.
+	Publish(ctx context.Context, topic string, payload json.RawMessage, now time.Time) (int64, []string, error)
+	// ReadMessages returns up to limit messages of topic with seq > after, ordered by seq.
+	ReadMessages(ctx context.Context, topic string, after int64, limit int) ([]Message, error)
+	// DeleteMessages deletes up to limit messages created before before (any channel) and
+	// returns how many it deleted. A channel's seqs go on from its version, never reused.
+	DeleteMessages(ctx context.Context, before time.Time, limit int) (int, error)
 
 	// ClaimLease takes or renews the named lease (e.g. the scheduler lease) when it is
 	// free, expired at now, or held by owner. Reports whether owner holds it afterwards.

@@ -34,6 +34,9 @@ type Options struct {
 	ApprovalDeadline time.Duration
 	// FinishedRetention is how long event rows of a finished stream are kept. Default 24h.
 	FinishedRetention time.Duration
+	// ChannelRetention is how long channel messages are kept ([Journal.Publish]); older
+	// ones are deleted by retention. Seqs are never reused. Default 7 days.
+	ChannelRetention time.Duration
 	// UnfinishedMaxAge is the age after which an unfinished stream is closed with the
 	// expiry event of LogPolicy. Default 7 days.
 	UnfinishedMaxAge time.Duration
@@ -98,7 +101,7 @@ func New(d Driver, opts Options) (*Journal, error) {
 		return nil, errors.New("journal: nil driver")
 	}
 	if opts.LeaseTTL < 0 || opts.PollInterval < 0 || opts.ApprovalDeadline < 0 ||
-		opts.CleanupInterval < 0 || opts.FinishedRetention < 0 || opts.UnfinishedMaxAge < 0 || opts.TailTTL < 0 || opts.WriteRetry < 0 {
+		opts.CleanupInterval < 0 || opts.FinishedRetention < 0 || opts.UnfinishedMaxAge < 0 || opts.TailTTL < 0 || opts.WriteRetry < 0 || opts.ChannelRetention < 0 {
 		return nil, errors.New("journal: durations in Options must not be negative")
 	}
 	if err := opts.LogPolicy.check(); err != nil {
@@ -128,6 +131,9 @@ func New(d Driver, opts Options) (*Journal, error) {
 	}
 	if opts.FinishedRetention == 0 {
 		opts.FinishedRetention = 24 * time.Hour
+	}
+	if opts.ChannelRetention == 0 {
+		opts.ChannelRetention = 7 * 24 * time.Hour
 	}
 	if opts.UnfinishedMaxAge == 0 {
 		opts.UnfinishedMaxAge = 7 * 24 * time.Hour

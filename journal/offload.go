@@ -210,3 +210,39 @@ func (o offloaded) CloseStream(ctx context.Context, id string, event json.RawMes
 }
 
 var _ Driver = offloaded{}
+
+func (o offloaded) SetSignal(ctx context.Context, topic string, value json.RawMessage, once bool, now time.Time) (TopicValue, []string, error) {
+	type res struct {
+		v    TopicValue
+		runs []string
+	}
+	r, err := off(func() (res, error) {
+		v, runs, err := o.d.SetSignal(ctx, topic, value, once, now)
+		return res{v, runs}, err
+	})
+	return r.v, r.runs, err
+}
+
+func (o offloaded) GetSignal(ctx context.Context, topic string) (TopicValue, error) {
+	return off(func() (TopicValue, error) { return o.d.GetSignal(ctx, topic) })
+}
+
+func (o offloaded) Publish(ctx context.Context, topic string, payload json.RawMessage, now time.Time) (int64, []string, error) {
+	type res struct {
+		seq  int64
+		runs []string
+	}
+	r, err := off(func() (res, error) {
+		seq, runs, err := o.d.Publish(ctx, topic, payload, now)
+		return res{seq, runs}, err
+	})
+	return r.seq, r.runs, err
+}
+
+func (o offloaded) ReadMessages(ctx context.Context, topic string, after int64, limit int) ([]Message, error) {
+	return off(func() ([]Message, error) { return o.d.ReadMessages(ctx, topic, after, limit) })
+}
+
+func (o offloaded) DeleteMessages(ctx context.Context, before time.Time, limit int) (int, error) {
+	return off(func() (int, error) { return o.d.DeleteMessages(ctx, before, limit) })
+}

@@ -14,13 +14,16 @@ type CleanupResult struct {
 	// Closed counts unfinished streams past the age limit, closed with the expiry event
 	// of the journal's log policy.
 	Closed int
+	// Messages counts channel messages older than ChannelRetention, deleted.
+	Messages int
 }
 
 // CleanupOnce runs retention when this instance holds (or takes) the scheduler lease:
 // streams finished more than FinishedRetention ago are deleted with their rows; streams
 // unfinished and older than UnfinishedMaxAge get one row, the expiry event of the
 // journal's log policy ([LogPolicy.Expired]), are marked finished and lose their earlier
-// rows (the expiry row stays until the finished rule removes it).
+// rows (the expiry row stays until the finished rule removes it); channel messages
+// older than ChannelRetention are deleted.
 func (j *Journal) CleanupOnce(ctx context.Context) (CleanupResult, error) {
 	var res CleanupResult
 	if err := j.checkOpen(); err != nil {
@@ -57,6 +60,16 @@ func (j *Journal) CleanupOnce(ctx context.Context) (CleanupResult, error) {
 	for {
 		n, err := j.d.DeleteFinishedStreams(ctx, now.Add(-j.opts.FinishedRetention), recoverBatch)
 		res.Deleted += n
+		if err != nil {
+			return res, err
+		}
+		if n < recoverBatch {
+			break
+		}
+	}
+	for {
+		n, err := j.d.DeleteMessages(ctx, now.Add(-j.opts.ChannelRetention), recoverBatch)
+		res.Messages += n
 		if err != nil {
 			return res, err
 		}

@@ -31,15 +31,16 @@ type Run struct {
 
 	calls *callkey.Scope // this execution's calls made outside its steps
 
-	mu     sync.Mutex
-	status Status
-	fence  Fence
-	steps  []StepRecord
-	next   int
-	parks  []ParkRecord // few per run: a slice beats a map
-	logs   []*LogWriter // open writers of the run's streams, committed with its steps
-	broken error        // set when a step was not recorded: the execution records no more
-	done   bool         // lease released, lost, or run ended
+	mu      sync.Mutex
+	status  Status
+	fence   Fence
+	steps   []StepRecord
+	next    int
+	parks   []ParkRecord     // few per run: a slice beats a map
+	logs    []*LogWriter     // open writers of the run's streams, committed with its steps
+	broken  error            // set when a step was not recorded: the execution records no more
+	cursors map[string]int64 // channel topic → seq of the last message received
+	done    bool             // lease released, lost, or run ended
 }
 
 func newRun(j *Journal, rec RunRecord, steps []StepRecord, parks []ParkRecord) *Run {
@@ -252,7 +253,12 @@ func (r *Run) detach(w *LogWriter) {
 // [Options.ApprovalDeadline]. Several parks may be open; the run becomes runnable when all
 // are decided. After parking, the caller returns through [Run.Suspend].
 func (r *Run) Park(ctx context.Context, key string, deadline time.Time, payload json.RawMessage) (*Decision, error) {
-	if key == "" {
+	return r.parkOn(ctx, ParkRecord{Key: key, Deadline: deadline, Payload: payload})
+}
+
+// parkOn is [Run.Park] of rec, which may wait for a topic.
+func (r *Run) parkOn(ctx context.Context, rec ParkRecord) (*Decision, error) {
+	if rec.Key == "" {
 		return nil, errors.New("journal: Park needs a key")
 	}
 	r.mu.Lock()
@@ -260,7 +266,7 @@ func (r *Run) Park(ctx context.Context, key string, deadline time.Time, payload 
 		r.mu.Unlock()
 		return nil, ErrLeaseLost
 	}
-	if p := r.park(key); p != nil && p.Decision != nil {
+	if p := r.park(rec.Key); p != nil && p.Decision != nil {
 		d := *p.Decision
 		r.mu.Unlock()
 		return &d, nil
@@ -268,13 +274,13 @@ func (r *Run) Park(ctx context.Context, key string, deadline time.Time, payload 
 	f := r.fence
 	r.mu.Unlock()
 	now := r.j.now()
-	if deadline.IsZero() {
-		deadline = now.Add(r.j.opts.ApprovalDeadline)
+	if rec.Deadline.IsZero() {
+		rec.Deadline = now.Add(r.j.opts.ApprovalDeadline)
 	}
+	rec.RunID, rec.CreatedAt = r.ID, now
 	var p ParkRecord
-	rec := ParkRecord{RunID: r.ID, Key: key, Deadline: deadline, Payload: payload, CreatedAt: now}
 	wctx := context.WithoutCancel(ctx)
-	err := r.j.persist(wctx, "park "+key, func() (err error) { // idempotent: retried as it is
+	err := r.j.persist(wctx, "park "+rec.Key, func() (err error) { // idempotent: retried as it is
 		p, err = r.j.d.InsertPark(wctx, f, rec)
 		return err
 	}, nil)
@@ -285,7 +291,7 @@ func (r *Run) Park(ctx context.Context, key string, deadline time.Time, payload 
 		return nil, err
 	}
 	r.mu.Lock()
-	if old := r.park(key); old != nil {
+	if old := r.park(rec.Key); old != nil {
 		*old = p
 	} else {
 		r.parks = append(r.parks, p)

@@ -1,5 +1,6 @@
 // Command quickstart is a small engine app that needs no set-up: flows over REST and RPC,
-// a durable agent on an embedded SQLite journal, and a human-in-the-loop approval. The
+// a durable agent on an embedded SQLite journal, a human-in-the-loop approval, and a
+// clock, a signal and a channel (elements.go). The
 // agent's model is an offline scripted one, so the quickstart links no provider SDK and
 // needs no key; examples/provider runs an agent on OpenAI or Anthropic.
 //
@@ -133,6 +134,7 @@ func newApp(dbPath string, logger *slog.Logger) (*engine.App, func(), error) {
 		engine.Bind(Ask, func(fx *engine.Fx, in ChatIn) (*ai.AgentRun, error) {
 			return ai.Run(fx, agent, in.Message, ai.RunOptions{Stream: true})
 		}),
+		elements(),
 	)
 	if err != nil {
 		_ = db.Close()
@@ -182,6 +184,11 @@ Try:
   curl -N -X POST %[1]s/chat -d '{"message":"send 500 to bob"}'   # parks for approval: copy the interrupt id
   curl -X POST %[1]s/agent/approvals/approve -d '{"id":"<interrupt id>"}'
   curl -N %[1]s/agent/runs/<runId>/events                    # follow the run, resumable with Last-Event-ID
+  curl -X POST %[1]s/_engine/board/post -d '"hello"'          # a channel; the clock posts every minute
+  curl -X POST %[1]s/_engine/board/read -d '0'                # its history after seq 0
+  curl -X POST %[1]s/_engine/orders/place -d '"tea"'          # parks until paid: copy meta.runId
+  curl -X POST %[1]s/_engine/orders/pay -d '"<runId>"'        # the signal the order waits for
+  curl %[1]s/_engine/runs/<runId>                           # the order's state and result
   go run ./examples/quickstart/client -url %[1]s             # the typed Go client
 `, base)
 }

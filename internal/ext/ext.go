@@ -19,6 +19,7 @@ type internals interface {
 	AppOption(fn func(*engine.App) error) engine.Option
 	SetDurable(a *engine.App, wrap func(def *engine.FlowDef, next engine.HandlerFunc) engine.HandlerFunc) error
 	SetContext(fx *engine.Fx, ctx context.Context)
+	MountEngine(unit, param string, h http.Handler) engine.Option
 	CallFx(a *engine.App, ctx context.Context, def *engine.FlowDef, p *engine.Principal) *engine.Fx
 	RouteFx(a *engine.App, r *http.Request, p *engine.Principal) *engine.Fx
 	Handler(a *engine.App, id string) (h engine.HandlerFunc, decode func(raw []byte) (any, error), ok bool)
@@ -31,6 +32,14 @@ type internals interface {
 // in fails the module's start-up, not some later call, if engine's internals and this
 // interface of them part ways.
 var in = hook.Engine.(internals)
+
+// MountEngine serves GET (and HEAD) /_engine/<unit>/:<param> with h, beside the RPC
+// calls of the same unit (which are POST): the module's own read routes live under the
+// prefix that user triggers may not take. h finds the app with [AppOf] and the segment
+// with r.PathValue(param).
+func MountEngine(unit, param string, h http.Handler) engine.Option {
+	return in.MountEngine(unit, param, h)
+}
 
 // AppOption returns an option that calls fn with the app being built.
 func AppOption(fn func(*engine.App) error) engine.Option { return in.AppOption(fn) }

@@ -25,6 +25,7 @@ type Driver struct {
 	runs    map[string]*entry
 	leases  map[string]lease
 	streams map[string]*streamEntry
+	topics  map[string]*topicEntry
 	hub     *wake.Hub
 }
 
@@ -63,6 +64,7 @@ func New() *Driver {
 		runs:    map[string]*entry{},
 		leases:  map[string]lease{},
 		streams: map[string]*streamEntry{},
+		topics:  map[string]*topicEntry{},
 		hub:     wake.New(),
 	}
 }
@@ -256,6 +258,9 @@ func (d *Driver) InsertPark(_ context.Context, f journal.Fence, p journal.ParkRe
 		return copyPark(old), nil
 	}
 	p.Payload, p.Decision = clone(p.Payload), nil
+	if t := d.topics[p.Topic]; p.Topic != "" && t != nil && t.Version > p.After {
+		p.Decision = &journal.Decision{Kind: journal.DecisionApprove, Payload: clone(t.Value), DecidedAt: p.CreatedAt}
+	}
 	e.parks = append(e.parks, &p)
 	return copyPark(&p), nil
 }

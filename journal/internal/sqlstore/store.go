@@ -51,7 +51,7 @@ type Store struct {
 	stmts sync.Map    // statement text → *sql.Stmt, when Dialect.Prepare
 	wq    *writeQueue // when Dialect.OneWriter
 
-	runs, steps, parks, leases, streams, events string
+	runs, steps, parks, leases, streams, events, topics, messages string
 }
 
 var prefixRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,40}$`)
@@ -66,7 +66,7 @@ func New(db *bun.DB, prefix string, dia Dialect) (*Store, error) {
 	}
 	s := &Store{db: db, dia: dia, hub: wake.New(),
 		runs: prefix + "runs", steps: prefix + "steps", parks: prefix + "parks", leases: prefix + "leases",
-		streams: prefix + "streams", events: prefix + "events"}
+		streams: prefix + "streams", events: prefix + "events", topics: prefix + "topics", messages: prefix + "messages"}
 	if dia.OneWriter {
 		s.wq = &writeQueue{s: s}
 	}
@@ -75,7 +75,7 @@ func New(db *bun.DB, prefix string, dia Dialect) (*Store, error) {
 
 // Tables returns the table names, for tests that drop them.
 func (s *Store) Tables() []string {
-	return []string{s.events, s.streams, s.steps, s.parks, s.leases, s.runs}
+	return []string{s.events, s.streams, s.steps, s.parks, s.leases, s.runs, s.topics, s.messages}
 }
 
 // DB returns the handle the store runs on.
@@ -110,8 +110,30 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return err
 		}
 	}
-	// Added after the first release: a stream's seq reservation.
-	return s.addColumn(ctx, s.streams, "reserved", "BIGINT NOT NULL DEFAULT 0")
+	// Added after the first release: a stream's seq reservation; topics (signals and
+	// channels) and the parks that wait for them.
+	if err := s.addColumn(ctx, s.streams, "reserved", "BIGINT NOT NULL DEFAULT 0"); err != nil {
+		return err
+	}
+	if err := s.addColumn(ctx, s.parks, "topic", "TEXT NOT NULL DEFAULT ''"); err != nil {
+		return err
+	}
+	if err := s.addColumn(ctx, s.parks, "after_version", "BIGINT NOT NULL DEFAULT 0"); err != nil {
+		return err
+	}
+	for _, q := range []string{
+		`CREATE INDEX IF NOT EXISTS ` + s.parks + `_topic_idx ON ` + s.parks + ` (topic, decision_kind)`,
+		`CREATE TABLE IF NOT EXISTS ` + s.topics + ` (topic TEXT PRIMARY KEY, version BIGINT NOT NULL, value TEXT,
+			updated_at BIGINT NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS ` + s.messages + ` (topic TEXT NOT NULL, seq BIGINT NOT NULL, payload TEXT NOT NULL,
+			created_at BIGINT NOT NULL, PRIMARY KEY (topic, seq))`,
+		`CREATE INDEX IF NOT EXISTS ` + s.messages + `_created_idx ON ` + s.messages + ` (created_at)`,
+	} {
+		if _, err := s.db.DB.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // addColumn adds a column to a table created by an earlier version, unless it is there.
@@ -328,14 +350,14 @@ func (s *Store) InsertStep(ctx context.Context, f journal.Fence, st journal.Step
 	return nil
 }
 
-const parkCols = `run_id, park_key, deadline, payload, decision_kind, decision_payload, decided_at, created_at`
+const parkCols = `run_id, park_key, deadline, payload, decision_kind, decision_payload, decided_at, created_at, topic, after_version`
 
 func scanPark(sc scanner) (journal.ParkRecord, error) {
 	var p journal.ParkRecord
 	var pl, dp sql.NullString
 	var kind string
 	var dl, da, ca int64
-	if err := sc.Scan(&p.RunID, &p.Key, &dl, &pl, &kind, &dp, &da, &ca); err != nil {
+	if err := sc.Scan(&p.RunID, &p.Key, &dl, &pl, &kind, &dp, &da, &ca, &p.Topic, &p.After); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return p, journal.ErrNotFound
 		}
@@ -355,8 +377,20 @@ func (s *Store) InsertPark(ctx context.Context, f journal.Fence, p journal.ParkR
 		if err := s.checkFence(ctx, tx, f); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO `+s.parks+` (run_id, park_key, deadline, payload, created_at) VALUES (?,?,?,?,?)
-			ON CONFLICT (run_id, park_key) DO NOTHING`, p.RunID, p.Key, ns(p.Deadline), js(p.Payload), ns(p.CreatedAt)); err != nil {
+		kind, value, decided := "", sql.NullString{}, int64(0)
+		if p.Topic != "" {
+			v, err := s.lockTopic(ctx, tx, p.Topic)
+			if err != nil {
+				return err
+			}
+			if v.Version > p.After {
+				kind, value, decided = string(journal.DecisionApprove), v.value, ns(p.CreatedAt)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO `+s.parks+` (run_id, park_key, deadline, payload, created_at, topic, after_version,
+			decision_kind, decision_payload, decided_at) VALUES (?,?,?,?,?,?,?,?,?,?)
+			ON CONFLICT (run_id, park_key) DO NOTHING`, p.RunID, p.Key, ns(p.Deadline), js(p.Payload), ns(p.CreatedAt),
+			p.Topic, p.After, kind, value, decided); err != nil {
 			return err
 		}
 		var err error
@@ -417,9 +451,13 @@ func (s *Store) Decide(ctx context.Context, runID, key, owner string, d journal.
 		if lowner != "" && lowner != owner && tm(lexp).After(now) {
 			return journal.BusyError(runID, lowner, tm(lexp), now)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE `+s.parks+` SET decision_kind = ?, decision_payload = ?, decided_at = ?
-			WHERE run_id = ? AND park_key = ? AND decision_kind = ''`, string(d.Kind), js(d.Payload), ns(d.DecidedAt), runID, key); err != nil {
+		upd, err := tx.ExecContext(ctx, `UPDATE `+s.parks+` SET decision_kind = ?, decision_payload = ?, decided_at = ?
+			WHERE run_id = ? AND park_key = ? AND decision_kind = ''`, string(d.Kind), js(d.Payload), ns(d.DecidedAt), runID, key)
+		if err != nil {
 			return err
+		}
+		if n, err := upd.RowsAffected(); err == nil && n == 0 {
+			return journal.ErrConflict // a signal or a message decided it since the read (topic parks are not run-locked)
 		}
 		if status != string(journal.StatusParked) {
 			return nil

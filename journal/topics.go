@@ -1,0 +1,172 @@
+package journal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Signals and channels are topics: a signal is a named value set under a key, a channel
+// an ordered list of messages. A run waits for either with a park on its topic, which
+// the driver decides in the same write that sets the value or publishes the message, so
+// a wait resumes on whichever instance claims the run, and times out as any park does.
+
+// ErrTimedOut is returned by [Run.WaitSignal] and [Run.Receive] when the wait's
+// deadline passed before a value or a message arrived.
+var ErrTimedOut = errors.New("journal: wait timed out")
+
+// SignalTopic is the topic of signal name under key.
+func SignalTopic(name, key string) string {
+	return "signal/" + url.PathEscape(name) + "/" + url.PathEscape(key)
+}
+
+// ChannelTopic is the topic of channel name.
+func ChannelTopic(name string) string { return "channel/" + url.PathEscape(name) }
+
+// SetSignal stores value as the latest value of signal name under key (stored even when
+// no run waits: a later wait sees it) and resumes the runs it was the last wait of. With
+// once, a second value is [ErrConflict].
+func (j *Journal) SetSignal(ctx context.Context, name, key string, value json.RawMessage, once bool) (TopicValue, error) {
+	if name == "" {
+		return TopicValue{}, errors.New("journal: SetSignal needs a name")
+	}
+	if err := j.checkOpen(); err != nil {
+		return TopicValue{}, err
+	}
+	if value == nil {
+		value = json.RawMessage("null")
+	}
+	v, runnable, err := j.d.SetSignal(ctx, SignalTopic(name, key), value, once, j.now())
+	if err != nil {
+		return TopicValue{}, err
+	}
+	for _, id := range runnable {
+		j.tryResume(ctx, id)
+	}
+	return v, nil
+}
+
+// Signal loads the latest value of signal name under key; [ErrNotFound] when none was set.
+func (j *Journal) Signal(ctx context.Context, name, key string) (TopicValue, error) {
+	return j.d.GetSignal(ctx, SignalTopic(name, key))
+}
+
+// Publish appends payload to channel name and returns its seq; runs waiting in
+// [Run.Receive] on the channel resume.
+func (j *Journal) Publish(ctx context.Context, channel string, payload json.RawMessage) (int64, error) {
+	if channel == "" {
+		return 0, errors.New("journal: Publish needs a channel")
+	}
+	if err := j.checkOpen(); err != nil {
+		return 0, err
+	}
+	if payload == nil {
+		payload = json.RawMessage("null")
+	}
+	seq, runnable, err := j.d.Publish(ctx, ChannelTopic(channel), payload, j.now())
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range runnable {
+		j.tryResume(ctx, id)
+	}
+	return seq, nil
+}
+
+// Messages returns up to limit messages of channel name after seq after, in seq order
+// with no gap (retention removes only the oldest).
+func (j *Journal) Messages(ctx context.Context, channel string, after int64, limit int) ([]Message, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	return j.d.ReadMessages(ctx, ChannelTopic(channel), after, limit)
+}
+
+// SubscribeChannel returns a channel woken (coalesced) after messages of channel name are
+// committed, on this instance, or on any with [CapCrossProcessWakeups], and a function
+// that ends the subscription. A reader that polls the history subscribes, reads, and
+// reads again on each wake-up.
+func (j *Journal) SubscribeChannel(channel string) (<-chan struct{}, func()) {
+	return j.d.Subscribe(ChannelTopic(channel))
+}
+
+// WaitSignal waits for signal name under key: it returns the decision of its park, an
+// approve whose payload is the signal's value, as soon as the signal has one (at once
+// when it was set before), or nil while the run must suspend ([Run.Suspend]) until it is
+// set; the journal then resumes the run, on whichever instance claims it. A wait whose
+// deadline passed first returns [ErrTimedOut]. A zero deadline is
+// [Options.ApprovalDeadline] from now. A run waits for one signal and key once: a second
+// wait returns what the first got.
+func (r *Run) WaitSignal(ctx context.Context, name, key string, deadline time.Time) (*Decision, error) {
+	topic := SignalTopic(name, key)
+	d, err := r.parkOn(ctx, ParkRecord{Key: topic, Deadline: deadline, Topic: topic})
+	if err != nil || d == nil {
+		return nil, err
+	}
+	if d.Kind == DecisionTimeout {
+		return nil, fmt.Errorf("%w: signal %s under %q", ErrTimedOut, name, key)
+	}
+	return d, nil
+}
+
+// Receive returns the next message of channel name for this run: the first after the
+// last one the run received (after seq 0 for its first receive), so each run gets every
+// message once, in order. It is recorded as a step, so a replay receives the same
+// messages. When none is there it parks on the channel and returns nil: the run must
+// suspend ([Run.Suspend]) and resumes once a message is published. A wait whose deadline
+// passed first returns [ErrTimedOut]; a zero deadline is [Options.ApprovalDeadline] from
+// now.
+func (r *Run) Receive(ctx context.Context, channel string, deadline time.Time) (*Message, error) {
+	topic := ChannelTopic(channel)
+	for attempt := 0; ; attempt++ {
+		after := r.cursor(topic)
+		out, err := r.Step(ctx, "receive "+channel, func(ctx context.Context) (json.RawMessage, error) {
+			msgs, err := r.j.d.ReadMessages(ctx, topic, after, 1)
+			if err != nil || len(msgs) == 0 {
+				return json.RawMessage("null"), err
+			}
+			return json.Marshal(msgs[0])
+		})
+		if err != nil {
+			return nil, err
+		}
+		var m *Message
+		if err := json.Unmarshal(out, &m); err != nil {
+			return nil, fmt.Errorf("journal: run %s recorded %s for a receive, not a message", r.ID, out)
+		}
+		if m != nil {
+			r.setCursor(topic, m.Seq)
+			return m, nil
+		}
+		// The attempt keeps parks apart when a message seen by a park is gone by the read
+		// (retention): the next park waits for the one after.
+		key := topic + "@" + strconv.FormatInt(after, 10) + "#" + strconv.Itoa(attempt)
+		d, err := r.parkOn(ctx, ParkRecord{Key: key, Deadline: deadline, Topic: topic, After: after})
+		if err != nil || d == nil {
+			return nil, err
+		}
+		if d.Kind == DecisionTimeout {
+			return nil, fmt.Errorf("%w: channel %s", ErrTimedOut, channel)
+		}
+	}
+}
+
+// cursor returns the seq of the last message this run received on topic.
+func (r *Run) cursor(topic string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cursors[topic]
+}
+
+func (r *Run) setCursor(topic string, seq int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cursors == nil {
+		r.cursors = map[string]int64{}
+	}
+	r.cursors[topic] = seq
+}
