@@ -26,6 +26,10 @@ type Driver struct {
 	leases  map[string]lease
 	streams map[string]*streamEntry
 	topics  map[string]*topicEntry
+	// waiting indexes the runs with a pending park on a topic (topic → run ids), so a
+	// signal or a publish looks at its waiters, not at every run ever stored. Entries
+	// whose park was decided otherwise (a timeout) are pruned by the next set or publish.
+	waiting map[string]map[string]struct{}
 	hub     *wake.Hub
 }
 
@@ -65,6 +69,7 @@ func New() *Driver {
 		leases:  map[string]lease{},
 		streams: map[string]*streamEntry{},
 		topics:  map[string]*topicEntry{},
+		waiting: map[string]map[string]struct{}{},
 		hub:     wake.New(),
 	}
 }
@@ -262,6 +267,14 @@ func (d *Driver) InsertPark(_ context.Context, f journal.Fence, p journal.ParkRe
 		p.Decision = &journal.Decision{Kind: journal.DecisionApprove, Payload: clone(t.Value), DecidedAt: p.CreatedAt}
 	}
 	e.parks = append(e.parks, &p)
+	if p.Topic != "" && p.Decision == nil {
+		w := d.waiting[p.Topic]
+		if w == nil {
+			w = map[string]struct{}{}
+			d.waiting[p.Topic] = w
+		}
+		w[e.rec.ID] = struct{}{}
+	}
 	return copyPark(&p), nil
 }
 

@@ -29,17 +29,30 @@ func (d *Driver) topic(name string) *topicEntry {
 // is below version, and returns the runs that became runnable. Caller holds d.mu.
 func (d *Driver) approveWaiters(topic string, version int64, payload json.RawMessage, now time.Time) []string {
 	var runnable []string
-	for id, e := range d.runs {
-		decided := false
+	w := d.waiting[topic]
+	for id := range w {
+		e := d.runs[id]
+		decided, pending := false, false
 		for _, p := range e.parks {
-			if p.Decision == nil && p.Topic == topic && p.After < version {
+			if p.Decision != nil || p.Topic != topic {
+				continue
+			}
+			if p.After < version {
 				p.Decision = &journal.Decision{Kind: journal.DecisionApprove, Payload: clone(payload), DecidedAt: now}
 				decided = true
+			} else {
+				pending = true
 			}
+		}
+		if !pending {
+			delete(w, id)
 		}
 		if decided && e.runnable() {
 			runnable = append(runnable, id)
 		}
+	}
+	if len(w) == 0 {
+		delete(d.waiting, topic)
 	}
 	slices.Sort(runnable)
 	return runnable
