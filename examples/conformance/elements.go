@@ -21,17 +21,21 @@ import (
 //   - signal: orders.place parks until the signal "paid" arrives for its run; orders.pay
 //     sends it. The caller polls GET /_engine/runs/:runId for the outcome.
 //   - channel: chat.post publishes to the channel room:<room> of the caller's tenant;
-//     chat.history reads it after a seq, in publish order with no gap.
+//     chat.history reads it after a seq, in publish order with no gap; chat.collect is a
+//     durable receiver: its run receives the room's next count messages, each once and
+//     in order, parked while there are none.
 func init() {
 	register("elements", elementsPart)
 }
 
-// tickRow is one tick of the app table ticks; the tick's time is the key, so a tick
-// resumed after a crash cannot append twice.
+// tickRow is one tick of the app table ticks: the tick's time is the key, Instance the
+// instance whose execution wrote the row first and Runs how many executions of the
+// tick's handler there were, so a tick run twice shows instead of hiding behind the key.
 type tickRow struct {
 	bun.BaseModel `bun:"table:ticks"`
 	Tick          time.Time `bun:"tick,pk"`
 	Instance      string    `bun:"instance,notnull"`
+	Runs          int       `bun:"runs,notnull"`
 }
 
 type (
@@ -39,6 +43,7 @@ type (
 	TickRecord struct {
 		Tick     time.Time `json:"tick"`
 		Instance string    `json:"instance"`
+		Runs     int       `json:"runs"`
 	}
 	// TicksOut is admin.ticks's output.
 	TicksOut struct {
@@ -90,6 +95,15 @@ type (
 	HistoryOut struct {
 		Messages []ChatMessage `json:"messages"`
 	}
+	// CollectIn is chat.collect's input: the room and how many messages to receive.
+	CollectIn struct {
+		Room  string `json:"room"`
+		Count int    `json:"count"`
+	}
+	// CollectOut is chat.collect's output: the messages its run received, in order.
+	CollectOut struct {
+		Messages []ChatMessage `json:"messages"`
+	}
 	// roomMessage is what the room channel carries.
 	roomMessage struct {
 		Text string `json:"text"`
@@ -113,6 +127,8 @@ var (
 		engine.Describe("Publishes text to the room of the caller's tenant."))
 	History = engine.Define[HistoryIn, HistoryOut](Chat, "history",
 		engine.Describe("The room's messages after a seq, in publish order with no gap."))
+	Collect = engine.Define[CollectIn, CollectOut](Chat, "collect", engine.Durable(),
+		engine.Describe("Receives the room's next count messages (1 to 10,000) for this run, each once and in order, parked while there are none; poll GET /_engine/runs/:runId for them."))
 
 	paid  = durable.NewSignal[Payment]("paid", durable.Once())
 	rooms = durable.NewChannel[roomMessage]("room", durable.PerTenant())
@@ -140,8 +156,8 @@ func elementsPart(_ context.Context, e *env) (engine.Option, error) {
 			return err
 		}),
 		durable.Clock(TickJob, sched, func(fx *engine.Fx, in durable.Tick) (struct{}, error) {
-			_, err := e.DB.NewInsert().Model(&tickRow{Tick: in.At.UTC(), Instance: instance}).
-				On("CONFLICT (tick) DO NOTHING").Exec(fx.Context())
+			_, err := e.DB.ExecContext(fx.Context(), `INSERT INTO ticks (tick, instance, runs) VALUES (?, ?, 1)
+				ON CONFLICT (tick) DO UPDATE SET runs = ticks.runs + 1`, in.At.UTC(), instance)
 			return struct{}{}, err
 		}),
 		engine.Bind(Ticks, func(fx *engine.Fx, _ struct{}) (TicksOut, error) {
@@ -151,7 +167,7 @@ func elementsPart(_ context.Context, e *env) (engine.Option, error) {
 			}
 			out := TicksOut{Ticks: make([]TickRecord, len(rows))}
 			for i, r := range rows {
-				out.Ticks[i] = TickRecord{Tick: r.Tick.UTC(), Instance: r.Instance}
+				out.Ticks[i] = TickRecord{Tick: r.Tick.UTC(), Instance: r.Instance, Runs: r.Runs}
 			}
 			return out, nil
 		}, operator),
@@ -194,6 +210,23 @@ func elementsPart(_ context.Context, e *env) (engine.Option, error) {
 			}
 			seq, err := rooms.Publish(fx, "room:"+in.Room, roomMessage{Text: in.Text, By: fx.Principal().Email})
 			return PostOut{Seq: seq}, err
+		}),
+		engine.Bind(Collect, func(fx *engine.Fx, in CollectIn) (CollectOut, error) {
+			if in.Room == "" {
+				return CollectOut{}, engine.Invalid(engine.ValidationIssue{Path: "room", Message: "required"})
+			}
+			if in.Count < 1 || in.Count > 10000 {
+				return CollectOut{}, engine.Invalid(engine.ValidationIssue{Path: "count", Message: "from 1 to 10000"})
+			}
+			out := CollectOut{Messages: make([]ChatMessage, 0, in.Count)}
+			for len(out.Messages) < in.Count {
+				m, err := rooms.Receive(fx, "room:"+in.Room, time.Time{})
+				if err != nil {
+					return CollectOut{}, err
+				}
+				out.Messages = append(out.Messages, ChatMessage{Seq: m.Seq, Text: m.Value.Text, By: m.Value.By})
+			}
+			return out, nil
 		}),
 		engine.Bind(History, func(fx *engine.Fx, in HistoryIn) (HistoryOut, error) {
 			msgs, err := rooms.History(fx, "room:"+in.Room, in.After, 500)

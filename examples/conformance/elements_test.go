@@ -84,7 +84,7 @@ func TestServerElementsOverHTTP(t *testing.T) {
 			t.Fatalf("%d ticks appended", len(res.Data.Ticks))
 		}
 		for i, tk := range res.Data.Ticks {
-			if tk.Instance != "solo" || (i > 0 && !tk.Tick.After(res.Data.Ticks[i-1].Tick)) {
+			if tk.Instance != "solo" || tk.Runs != 1 || (i > 0 && !tk.Tick.After(res.Data.Ticks[i-1].Tick)) {
 				t.Fatalf("ticks %+v", res.Data.Ticks)
 			}
 		}
@@ -133,6 +133,11 @@ func TestServerElementsOverHTTP(t *testing.T) {
 	})
 
 	t.Run("channel", func(t *testing.T) {
+		// A receiver parked before the first message gets the first two of its tenant's room.
+		recv := clientx.Call(ctx, bob, Collect, CollectIn{Room: "lobby", Count: 2})
+		if recv.Status != http.StatusAccepted || !recv.Meta.Parked {
+			t.Fatalf("chat.collect with an empty room: %d %+v %v", recv.Status, recv.Meta, recv.Error)
+		}
 		for _, p := range []struct {
 			c    *clientx.Client
 			text string
@@ -158,6 +163,18 @@ func TestServerElementsOverHTTP(t *testing.T) {
 		other := clientx.Call(ctx, carol, History, HistoryIn{Room: "lobby"})
 		if other.Error != nil || len(other.Data.Messages) != 1 || other.Data.Messages[0].Text != "other tenant" {
 			t.Fatalf("the other tenant's room: %+v %v", other.Data, other.Error)
+		}
+		var st clientx.RunState
+		for deadline := time.Now().Add(10 * time.Second); !st.Final() && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			st = clientx.GetRun(ctx, bob, recv.Meta.RunID).Data
+		}
+		var got CollectOut
+		if st.Status != "completed" || json.Unmarshal(st.Result, &got) != nil || len(got.Messages) != 2 ||
+			got.Messages[0] != want[0] || got.Messages[1] != want[1] {
+			t.Fatalf("chat.collect: %+v (%s), want %+v", st, st.Result, want[:2])
+		}
+		if r := clientx.Call(ctx, bob, Collect, CollectIn{Room: "lobby"}); r.Error == nil || r.Error.Code != engine.CodeValidation {
+			t.Fatalf("chat.collect of 0 messages: %v, want ValidationError", r.Error)
 		}
 	})
 }
