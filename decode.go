@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -70,15 +71,16 @@ func restInput(r *http.Request, def *FlowDef, body []byte) ([]byte, error) {
 }
 
 // typedParam converts the string values of one query or path parameter to the JSON type
-// its property declares. Unknown keys are kept as strings only when the input accepts
-// arbitrary members (a map input); otherwise they are ignored, like unknown JSON members.
+// its property declares. Unknown query keys are kept as strings only when the input
+// accepts arbitrary members (a map input); otherwise they are dropped, so a cache-busting
+// or tracking parameter never fails a call, while an unknown member of a JSON body does.
 func typedParam(root *jsonschema.Schema, key string, vals []string, isPath bool) (any, *ValidationIssue) {
 	var prop *jsonschema.Schema
 	if root != nil {
 		prop = root.Properties[key]
 	}
 	if prop == nil {
-		if root != nil && root.Properties != nil && !isPath {
+		if root != nil && !isPath && (root.Properties != nil || forbidsExtra(root)) {
 			return nil, nil
 		}
 		if len(vals) == 1 {
@@ -143,6 +145,13 @@ func scalarOf(s *jsonschema.Schema, raw string) (any, error) {
 	return raw, nil
 }
 
+// forbidsExtra reports whether s allows no members beyond its properties: the inferred
+// schema of a struct, which jsonschema-go writes as "additionalProperties": false.
+func forbidsExtra(s *jsonschema.Schema) bool {
+	a := s.AdditionalProperties
+	return a != nil && a.Not != nil && reflect.ValueOf(*a.Not).IsZero()
+}
+
 func isNonFinite(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) }
 
 func hasType(s *jsonschema.Schema, t string) bool {
@@ -157,9 +166,10 @@ func hasType(s *jsonschema.Schema, t string) bool {
 	return false
 }
 
-// decodeInput validates raw against the flow's input schema, collecting every
-// field-level issue, then decodes it into in and runs its Validate method.
-func decodeInput(raw []byte, in any, def *FlowDef) error {
+// decodeInput validates raw against the flow's input schema (compiled into check when the
+// flow was bound), collecting every field-level issue, then decodes it into in and runs
+// its Validate method.
+func decodeInput(raw []byte, in any, def *FlowDef, check *inputValidator) error {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		if def.inSchema != nil && hasType(def.inSchema, "object") {
@@ -177,12 +187,8 @@ func decodeInput(raw []byte, in any, def *FlowDef) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return Invalid(ValidationIssue{Message: "malformed JSON: unexpected data after the input value"})
 	}
-	if def.inSchema != nil {
-		var issues []ValidationIssue
-		validateValue(def.inSchema, generic, "", &issues)
-		if len(issues) > 0 {
-			return Invalid(issues...)
-		}
+	if issues := check.validate(generic); len(issues) > 0 {
+		return Invalid(issues...)
 	}
 	if err := json.Unmarshal(raw, in); err != nil {
 		var te *json.UnmarshalTypeError
