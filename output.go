@@ -26,9 +26,14 @@ func (a *App) encodeOutput(ctx context.Context, def *FlowDef, out any) ([]byte, 
 	if !errors.As(err, &uv) || !uv.Value.IsValid() || (uv.Value.Kind() != reflect.Float32 && uv.Value.Kind() != reflect.Float64) {
 		return nil, fmt.Errorf("encoding output of %s: %w", def.ID(), err)
 	}
-	path, _ := nonFinitePath(reflect.ValueOf(out), "", 0)
-	msg := "the output is " + uv.Str + ", which JSON cannot carry"
-	if path != "" {
+	path, found := nonFinitePath(reflect.ValueOf(out), "", 0)
+	var msg string
+	switch {
+	case !found: // behind a MarshalJSON method, out of sight
+		msg = "the output holds " + uv.Str + ", which JSON cannot carry"
+	case path == "":
+		msg = "the output is " + uv.Str + ", which JSON cannot carry"
+	default:
 		msg = "output field " + path + " is " + uv.Str + ", which JSON cannot carry"
 	}
 	a.logger.ErrorContext(ctx, "engine: flow output holds a number JSON cannot carry", "flow", def.ID(), "path", path, "value", uv.Str)

@@ -31,6 +31,11 @@ type statsOut struct {
 	Untagged float64
 }
 
+// opaque writes itself with a number its fields do not show.
+type opaque struct{ x float64 }
+
+func (o opaque) MarshalJSON() ([]byte, error) { return json.Marshal(o.x) }
+
 type statsIn struct {
 	Case string `json:"case"`
 }
@@ -53,10 +58,12 @@ func TestNonFiniteOutput(t *testing.T) {
 	u := engine.NewUnit("stats")
 	flow := engine.Define[statsIn, statsOut](u, "summary", engine.Public())
 	scalar := engine.Define[statsIn, float64](u, "scalar", engine.Public())
+	hidden := engine.Define[statsIn, opaque](u, "hidden", engine.Public())
 	logs := &syncBuffer{}
 	app, err := engine.New(engine.WithLogger(slog.New(slog.NewJSONHandler(logs, nil))),
 		engine.Bind(flow, func(_ *engine.Fx, in statsIn) (statsOut, error) { return outputs[in.Case], nil }),
-		engine.Bind(scalar, func(_ *engine.Fx, _ statsIn) (float64, error) { return nan, nil }))
+		engine.Bind(scalar, func(_ *engine.Fx, _ statsIn) (float64, error) { return nan, nil }),
+		engine.Bind(hidden, func(_ *engine.Fx, _ statsIn) (opaque, error) { return opaque{x: -inf}, nil }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +80,7 @@ func TestNonFiniteOutput(t *testing.T) {
 		{"summary", "pointer", "ratio", "output field ratio is -Inf, which JSON cannot carry"},
 		{"summary", "untagged", "Untagged", "output field Untagged is +Inf, which JSON cannot carry"},
 		{"scalar", "any", "", "the output is NaN, which JSON cannot carry"},
+		{"hidden", "any", "", "the output holds -Inf, which JSON cannot carry"},
 	}
 	for _, c := range cases {
 		res, err := srv.Client().Post(srv.URL+"/_engine/stats/"+c.flow, "application/json", strings.NewReader(`{"case":"`+c.input+`"}`))
