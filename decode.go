@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,7 +39,8 @@ func restInput(r *http.Request, def *FlowDef, body []byte) ([]byte, error) {
 		if err != nil {
 			return nil, Invalid(ValidationIssue{Message: "malformed query string: " + err.Error()})
 		}
-		for key, vals := range query {
+		for _, key := range slices.Sorted(maps.Keys(query)) { // issues in path order
+			vals := query[key]
 			v, issue := typedParam(def.inSchema, key, vals, false)
 			if issue != nil {
 				issues = append(issues, *issue)
@@ -197,13 +200,26 @@ func decodeInput(raw []byte, in any, def *FlowDef, check *inputValidator) error 
 		}
 		return Invalid(ValidationIssue{Message: err.Error()})
 	}
-	if v, ok := in.(Validator); ok {
-		return asValidation(v.Validate())
-	}
-	if v, ok := reflectElem(in).(Validator); ok {
+	if v := validatorOf(in); v != nil {
 		return asValidation(v.Validate())
 	}
 	return nil
+}
+
+// validatorOf returns the [Validator] of a decoded input, given as a pointer to it: the
+// input type's own method (on the type or on its pointer), or, for a pointer input type,
+// the method of what it points to. A nil pointer input (the JSON null) has none, rather
+// than a method that would dereference nil.
+func validatorOf(in any) Validator {
+	if v, ok := in.(Validator); ok {
+		return v
+	}
+	elem := reflect.ValueOf(in).Elem()
+	if elem.Kind() != reflect.Pointer || elem.IsNil() {
+		return nil
+	}
+	v, _ := elem.Interface().(Validator)
+	return v
 }
 
 func asValidation(err error) error {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -138,12 +137,7 @@ func (sel *firstFindings) add(f finding) {
 	if len(sel.kept) >= n && compareLocation(f.loc, sel.kept[n-1].loc) > 0 {
 		return
 	}
-	i, _ := slices.BinarySearchFunc(sel.kept, f, func(k, f finding) int {
-		if c := compareLocation(k.loc, f.loc); c != 0 {
-			return c
-		}
-		return -1 // after the equal ones, so the order of equal locations is kept
-	})
+	i, _ := slices.BinarySearchFunc(sel.kept, f, func(k, f finding) int { return compareLocation(k.loc, f.loc) })
 	sel.kept = slices.Insert(sel.kept, i, f)
 	if len(sel.kept) > n {
 		cut := n
@@ -208,8 +202,8 @@ func numberInRange(s string) bool {
 	if len(s) > maxNumberLen {
 		return false
 	}
-	if i := strings.IndexAny(s, "eE"); i >= 0 {
-		e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
+	if _, exp, ok := strings.Cut(strings.ToLower(s), "e"); ok {
+		e, err := strconv.Atoi(exp)
 		if err != nil || e > maxExponent || e < -maxExponent {
 			return false
 		}
@@ -425,13 +419,4 @@ func ratText(r *big.Rat) string {
 	}
 	f, _ := r.Float64()
 	return strconv.FormatFloat(f, 'g', -1, 64)
-}
-
-// reflectElem returns *p for a pointer p, so a value input type's Validate method is found.
-func reflectElem(p any) any {
-	rv := reflect.ValueOf(p)
-	if rv.Kind() == reflect.Pointer && !rv.IsNil() {
-		return rv.Elem().Interface()
-	}
-	return nil
 }

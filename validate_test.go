@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,6 +134,8 @@ var keywordCases = []keywordCase{
 	{"allOf", `{"allOf":[{"minimum":1},{"multipleOf":2}]}`, `-1`, issues(issue("", "must be a multiple of 2"), issue("", "must be at least 1"))},
 	{"minProperties", `{"minProperties":2}`, `{"a":1}`, issues(issue("", "must have at least 2 members"))},
 	{"maxProperties", `{"maxProperties":1}`, `{"a":1,"b":2}`, issues(issue("", "must have at most 1 members"))},
+	{"draft-07 dependencies", `{"$schema":"http://json-schema.org/draft-07/schema#","dependencies":{"card":["cvv"]}}`, `{"card":"1"}`,
+		issues(issue("cvv", "required when card is present"))},
 	{"dependentRequired", `{"dependentRequired":{"card":["cvv"]}}`, `{"card":"1"}`, issues(issue("cvv", "required when card is present"))},
 	{"propertyNames", `{"propertyNames":{"pattern":"^[a-z]+$"}}`, `{"A":1,"b":2}`, issues(issue("A", "not an allowed member name"))},
 	{"contains", `{"contains":{"type":"integer"}}`, `["a"]`, issues(issue("", "must contain a matching item"))},
@@ -145,6 +148,13 @@ var keywordCases = []keywordCase{
 	{"number past float64", `{}`, `[1e309]`, issues(issue("[0]", "number out of range"))},
 	{"exponent too large", `{"type":"object"}`, `{"a":{"b":1e-999999}}`, issues(issue("a.b", "number out of range"))},
 	{"number too long", `{}`, `0.` + strings.Repeat("7", 200), issues(issue("", "number out of range"))},
+	{"number of 100 characters", `{}`, `0.` + strings.Repeat("1", 98), nil},
+	{"number of 101 characters", `{}`, `0.` + strings.Repeat("1", 99), issues(issue("", "number out of range"))},
+	{"exponent 400", `{}`, `0.` + strings.Repeat("0", 93) + `1e400`, nil},
+	{"exponent 401", `{}`, `0.` + strings.Repeat("0", 93) + `1e401`, issues(issue("", "number out of range"))},
+	{"exponent -400", `{}`, `1e-400`, nil},
+	{"exponent -401", `{}`, `1E-401`, issues(issue("", "number out of range"))},
+	{"exponent with a sign", `{"maximum":100}`, `1e+2`, nil},
 	{"smallest float64", `{"type":"number"}`, `5e-324`, nil},
 	{"largest float64", `{"type":"number"}`, `1.7976931348623157e308`, nil},
 }
@@ -240,6 +250,47 @@ func TestInputIssueOrderAndCap(t *testing.T) {
 	got = validationIssues(t, app, ids[0], "["+strings.Join(nums, ",")+"]")
 	if len(got) != 50 || got[49].Path != "[49]" {
 		t.Fatalf("%d issues (last %+v), want the first 50", len(got), got[len(got)-1])
+	}
+}
+
+// TestInputIssueCapTies checks the cut at 50 issues: two issues on the field at the cut
+// are ordered by message before one is dropped, and members found in map order are cut
+// by name.
+func TestInputIssueCapTies(t *testing.T) {
+	t.Parallel()
+	props := map[string]any{}
+	members := map[string]any{}
+	for i := range 60 {
+		name := fmt.Sprintf("p%02d", i)
+		props[name] = map[string]any{"type": "string"}
+		members[name] = i
+	}
+	objSchema, _ := json.Marshal(map[string]any{"type": "object", "properties": props})
+	objInput, _ := json.Marshal(members)
+	cases := []keywordCase{
+		// allOf reports the pattern before the length; the messages put the length first.
+		{name: "ties", schema: `{"type":"array","items":{"allOf":[{"pattern":"^x"},{"minLength":5}]}}`},
+		{name: "members", schema: string(objSchema)},
+	}
+	app, ids := schemaFlows(t, "ties", cases)
+
+	items := append(slices.Repeat([]string{`"xx"`}, 49), slices.Repeat([]string{`"yy"`}, 11)...)
+	got := validationIssues(t, app, ids[0], "["+strings.Join(items, ",")+"]")
+	want := issue("[49]", "must be at least 5 characters")
+	if len(got) != 50 || got[48].Path != "[48]" || got[49] != want {
+		t.Fatalf("%d issues, the last two %+v, want 50 ending with [48] and %+v", len(got), got[max(0, len(got)-2):], want)
+	}
+
+	for range 5 { // map order differs from run to run
+		got = validationIssues(t, app, ids[1], string(objInput))
+		if len(got) != 50 {
+			t.Fatalf("%d issues, want 50", len(got))
+		}
+		for i, is := range got {
+			if want := fmt.Sprintf("p%02d", i); is.Path != want || is.Message != "expected string, got integer" {
+				t.Fatalf("issue %d is %+v, want %s", i, is, want)
+			}
+		}
 	}
 }
 
@@ -403,7 +454,12 @@ func TestValidateMethodAfterSchema(t *testing.T) {
 	p := engine.Define[*validatedIn, validatedIn](u, "pointer", engine.Public())
 	app, err := engine.New(engine.WithLogger(slog.New(slog.DiscardHandler)),
 		engine.Bind(f, func(_ *engine.Fx, in validatedIn) (validatedIn, error) { return in, nil }),
-		engine.Bind(p, func(_ *engine.Fx, in *validatedIn) (validatedIn, error) { return *in, nil }))
+		engine.Bind(p, func(_ *engine.Fx, in *validatedIn) (validatedIn, error) {
+			if in == nil {
+				return validatedIn{From: -1}, nil
+			}
+			return *in, nil
+		}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,6 +479,11 @@ func TestValidateMethodAfterSchema(t *testing.T) {
 			}
 		}
 	}
+	// A null pointer input has no Validate method to run.
+	out, err := app.Invoke(context.Background(), p.ID(), nil, json.RawMessage(`null`))
+	if err != nil || string(out) != `{"from":-1,"to":0}` {
+		t.Fatalf("null input: %s %v", out, err)
+	}
 }
 
 // TestMalformedInput checks the issues of inputs that are not one JSON value.
@@ -440,9 +501,16 @@ func TestMalformedInput(t *testing.T) {
 			t.Errorf("%s: issues %+v, want one %q", c.input, got, c.want)
 		}
 	}
-	// An empty input is the empty object for an object schema.
+	// An empty input is the empty object for an object schema, and null otherwise.
 	if got := validationIssues(t, app, ids[0], "  "); got != nil {
 		t.Errorf("empty input: issues %+v", got)
+	}
+	app, ids = schemaFlows(t, "empty", []keywordCase{{name: "object", schema: `{"type":"object"}`}, {name: "any", schema: `{}`}})
+	for i, want := range []string{`{}`, `null`} {
+		out, err := app.Invoke(context.Background(), ids[i], nil, nil)
+		if err != nil || string(out) != want {
+			t.Errorf("%s with no input: %s %v, want %s", ids[i], out, err, want)
+		}
 	}
 }
 
