@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -36,7 +39,8 @@ func restInput(r *http.Request, def *FlowDef, body []byte) ([]byte, error) {
 		if err != nil {
 			return nil, Invalid(ValidationIssue{Message: "malformed query string: " + err.Error()})
 		}
-		for key, vals := range query {
+		for _, key := range slices.Sorted(maps.Keys(query)) { // issues in path order
+			vals := query[key]
 			v, issue := typedParam(def.inSchema, key, vals, false)
 			if issue != nil {
 				issues = append(issues, *issue)
@@ -70,15 +74,16 @@ func restInput(r *http.Request, def *FlowDef, body []byte) ([]byte, error) {
 }
 
 // typedParam converts the string values of one query or path parameter to the JSON type
-// its property declares. Unknown keys are kept as strings only when the input accepts
-// arbitrary members (a map input); otherwise they are ignored, like unknown JSON members.
+// its property declares. Unknown query keys are kept as strings only when the input
+// accepts arbitrary members (a map input); otherwise they are dropped, so a cache-busting
+// or tracking parameter never fails a call, while an unknown member of a JSON body does.
 func typedParam(root *jsonschema.Schema, key string, vals []string, isPath bool) (any, *ValidationIssue) {
 	var prop *jsonschema.Schema
 	if root != nil {
 		prop = root.Properties[key]
 	}
 	if prop == nil {
-		if root != nil && root.Properties != nil && !isPath {
+		if root != nil && !isPath && (root.Properties != nil || forbidsExtra(root)) {
 			return nil, nil
 		}
 		if len(vals) == 1 {
@@ -143,6 +148,13 @@ func scalarOf(s *jsonschema.Schema, raw string) (any, error) {
 	return raw, nil
 }
 
+// forbidsExtra reports whether s allows no members beyond its properties: the inferred
+// schema of a struct, which jsonschema-go writes as "additionalProperties": false.
+func forbidsExtra(s *jsonschema.Schema) bool {
+	a := s.AdditionalProperties
+	return a != nil && a.Not != nil && reflect.ValueOf(*a.Not).IsZero()
+}
+
 func isNonFinite(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) }
 
 func hasType(s *jsonschema.Schema, t string) bool {
@@ -157,9 +169,10 @@ func hasType(s *jsonschema.Schema, t string) bool {
 	return false
 }
 
-// decodeInput validates raw against the flow's input schema, collecting every
-// field-level issue, then decodes it into in and runs its Validate method.
-func decodeInput(raw []byte, in any, def *FlowDef) error {
+// decodeInput validates raw against the flow's input schema (compiled into check when the
+// flow was bound), collecting every field-level issue, then decodes it into in and runs
+// its Validate method.
+func decodeInput(raw []byte, in any, def *FlowDef, check *inputValidator) error {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		if def.inSchema != nil && hasType(def.inSchema, "object") {
@@ -177,12 +190,8 @@ func decodeInput(raw []byte, in any, def *FlowDef) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return Invalid(ValidationIssue{Message: "malformed JSON: unexpected data after the input value"})
 	}
-	if def.inSchema != nil {
-		var issues []ValidationIssue
-		validateValue(def.inSchema, generic, "", &issues)
-		if len(issues) > 0 {
-			return Invalid(issues...)
-		}
+	if issues := check.validate(generic); len(issues) > 0 {
+		return Invalid(issues...)
 	}
 	if err := json.Unmarshal(raw, in); err != nil {
 		var te *json.UnmarshalTypeError
@@ -191,13 +200,26 @@ func decodeInput(raw []byte, in any, def *FlowDef) error {
 		}
 		return Invalid(ValidationIssue{Message: err.Error()})
 	}
-	if v, ok := in.(Validator); ok {
-		return asValidation(v.Validate())
-	}
-	if v, ok := reflectElem(in).(Validator); ok {
+	if v := validatorOf(in); v != nil {
 		return asValidation(v.Validate())
 	}
 	return nil
+}
+
+// validatorOf returns the [Validator] of a decoded input, given as a pointer to it: the
+// input type's own method (on the type or on its pointer), or, for a pointer input type,
+// the method of what it points to. A nil pointer input (the JSON null) has none, rather
+// than a method that would dereference nil.
+func validatorOf(in any) Validator {
+	if v, ok := in.(Validator); ok {
+		return v
+	}
+	elem := reflect.ValueOf(in).Elem()
+	if elem.Kind() != reflect.Pointer || elem.IsNil() {
+		return nil
+	}
+	v, _ := elem.Interface().(Validator)
+	return v
 }
 
 func asValidation(err error) error {

@@ -359,6 +359,10 @@ func Bind[In, Out any](f *Flow[In, Out], h func(fx *Fx, in In) (Out, error), opt
 		if f.def.schemaErr != nil {
 			return fmt.Errorf("engine: %w", f.def.schemaErr)
 		}
+		check, err := compileInput(f.def.ID(), f.def.inSchema)
+		if err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
 		b := &binding{def: f.def}
 		b.handle = func(fx *Fx, in any) (any, error) {
 			v, ok := in.(In)
@@ -370,7 +374,7 @@ func Bind[In, Out any](f *Flow[In, Out], h func(fx *Fx, in In) (Out, error), opt
 		b.zero = func() any { var in In; return in }
 		b.decode = func(raw []byte) (any, error) {
 			var in In
-			if err := decodeInput(raw, &in, f.def); err != nil {
+			if err := decodeInput(raw, &in, f.def, check); err != nil {
 				return nil, err
 			}
 			return in, nil

@@ -189,9 +189,9 @@ func (a *App) writeOutput(w http.ResponseWriter, r *http.Request, fx *Fx, def *F
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	data, err := json.Marshal(out)
+	data, err := a.encodeOutput(r.Context(), def, out)
 	if err != nil {
-		a.writeError(w, r, def, fmt.Errorf("encoding output of %s: %w", def.ID(), err))
+		a.writeError(w, r, def, err)
 		return
 	}
 	meta, err := fx.metaJSON()
@@ -320,9 +320,9 @@ func (a *App) Invoke(ctx context.Context, id string, p *Principal, input json.Ra
 	if err != nil {
 		return nil, err
 	}
-	data, mErr := json.Marshal(out)
+	data, mErr := a.encodeOutput(ctx, b.def, out)
 	if mErr != nil {
-		return nil, a.publicError(ctx, b.def, fmt.Errorf("encoding output of %s: %w", id, mErr))
+		return nil, a.publicError(ctx, b.def, mErr)
 	}
 	return data, nil
 }
