@@ -21,32 +21,32 @@ var AuthUnit = engine.NewUnit("auth")
 
 // Credentials is the input of sign-up and sign-in.
 type Credentials struct {
-	Email    string `json:"email"`
-	Password string `json:"password"`
+	Email    string `json:"email"`    // case and surrounding spaces do not matter
+	Password string `json:"password"` // checked as given
 }
 
 // RefreshInput is the input of auth.refresh.
 type RefreshInput struct {
-	RefreshToken string `json:"refreshToken"`
+	RefreshToken string `json:"refreshToken"` // from the latest token set; spent by the call
 }
 
 // SignOutInput is the input of auth.signOut: the refresh token of the session to end, or
 // none to end every session of the caller.
 type SignOutInput struct {
-	RefreshToken string `json:"refreshToken,omitempty"`
+	RefreshToken string `json:"refreshToken,omitempty"` // a token of the session to end
 }
 
 // TokenSet is what sign-up, sign-in and refresh return; clientx/auth's MemorySession
 // stores it as is.
 type TokenSet struct {
-	AccessToken  string    `json:"accessToken"`
-	RefreshToken string    `json:"refreshToken"`
-	TokenType    string    `json:"tokenType"` // always "Bearer"
-	ExpiresIn    int64     `json:"expiresIn"` // seconds until the access token expires
-	ExpiresAt    time.Time `json:"expiresAt"` // when it expires (RFC 3339)
+	AccessToken  string    `json:"accessToken"`  // the bearer token of every call
+	RefreshToken string    `json:"refreshToken"` // for auth.refresh, once
+	TokenType    string    `json:"tokenType"`    // always "Bearer"
+	ExpiresIn    int64     `json:"expiresIn"`    // seconds until the access token expires
+	ExpiresAt    time.Time `json:"expiresAt"`    // when it expires (RFC 3339)
 }
 
-// Me's input is empty.
+// MeInput is the input of auth.me: empty, since the caller is the token's principal.
 type MeInput struct{}
 
 func nonEmpty(fields ...string) engine.FlowOption {
@@ -91,6 +91,10 @@ type AuthConfig struct {
 	Keys Keys
 	// Issuer is the iss claim, checked on every token (default "engine").
 	Issuer string
+	// Audience is the aud claim, checked on every token (default "engine"). Give apps
+	// that share signing keys different audiences, so that one's tokens are refused by
+	// the other.
+	Audience string
 	// AccessTTL is the access-token lifetime (default 15 minutes). Access tokens are
 	// not looked up per request, so a revoked session's access token lives this long.
 	AccessTTL time.Duration
@@ -99,14 +103,71 @@ type AuthConfig struct {
 	RefreshTTL time.Duration
 	// Hash sets the argon2id cost of new password hashes (default DefaultHashParams).
 	Hash HashParams
-	// Now is the clock (default time.Now); tests pass a fake one.
+	// Hashing bounds how many password hashes run at once; see [HashBound].
+	Hashing HashBound
+	// Now is the clock (default time.Now); tests pass a fake one. The default limiters
+	// below read it too.
 	Now func() time.Time
+	// PublicSignUp binds auth.signUpEmail, so that anyone can create an account. It is
+	// off by default: an app opts in to strangers creating accounts, and until then
+	// POST /auth/sign-up/email answers 404 NotFound and users come from
+	// [Auth.EnsureUser]. Sign-up draws from the same per-IP attempts and hashing bound
+	// as sign-in.
+	PublicSignUp bool
 	// SignUp decides new users' tenant and scopes; see [SignUpFunc].
 	SignUp SignUpFunc
-	// DisableSignUp leaves auth.signUpEmail unbound, for apps that create users only
-	// with [Auth.EnsureUser].
-	DisableSignUp bool
+	// IPSource reads the client IP that sign-in and sign-up attempts are counted under
+	// (default [RemoteAddr]; behind a proxy, [TrustedProxy]).
+	IPSource IPSource
+	// AttemptsPerIP takes one token for every sign-in and sign-up attempt that reaches
+	// the auth flows, from the client's bucket, and refuses the attempt with
+	// RateLimited when it is empty; it caps how fast one source can guess passwords
+	// across all emails. IPv6 clients are counted by their /64, the block one
+	// subscriber is given, so rotating addresses within it gains nothing. Default: a
+	// [MemoryLimiter] of [DefaultAttemptsPerIP]. Pass an [SQLLimiter] so that instances
+	// on one database share the count, or [NoLimit] to turn it off (for example when a
+	// proxy in front limits already). The limit sits on the flows' bindings: calling
+	// [Auth.SignIn] from Go skips it, and in-process calls of the flows (no request,
+	// no IP) share one bucket.
+	AttemptsPerIP Limiter
+	// FailuresPerEmail counts failed sign-ins per email (trimmed and lowercased, so
+	// case and spaces make no new bucket; keyed by its SHA-256, so the limiter stores
+	// no address). Before each password check the email's bucket is peeked; when it is
+	// empty the attempt is refused with RateLimited without hashing, right password or
+	// not, and only a wrong password takes a token. Unknown emails are counted like
+	// known ones, so a refusal tells nothing about which emails exist.
+	//
+	// The default, a [MemoryLimiter] of [DefaultFailuresPerEmail], allows 5 failures;
+	// after 5 failures within 15 minutes every attempt is refused until 15 minutes
+	// after the first of them (longer when failures before it still count), and then
+	// one failure is forgiven every 15 minutes. Refused attempts take nothing, so
+	// hammering a locked email does not extend its lock, and a correct sign-in does not
+	// reset the count.
+	//
+	// Lock-out is the price: anyone can lock an email's password sign-in by failing on
+	// purpose, and keep it locked with about four wrong guesses an hour, from anywhere.
+	// The alternative, counting per email and IP, would give an attacker with many
+	// addresses five guesses per address. Being locked out ends no session: refresh
+	// tokens keep rotating and access tokens stay valid, so a signed-in user does not
+	// notice. The check is made again holding a hashing slot, and the failure counted
+	// before the slot is given back, so parallel guesses overshoot the count by at most
+	// the other slots ([HashBound] Concurrent − 1).
+	//
+	// Pass an [SQLLimiter] (with its own table) to share the count between instances,
+	// or [NoLimit] to turn it off. A [Limiter] that is not a [Peeker] cannot be looked
+	// at without drawing from it, so it takes a token on every attempt, successful or
+	// not; give it a limit that allows for successful sign-ins.
+	FailuresPerEmail Limiter
 }
+
+// Default sign-in limits of [AuthConfig].
+var (
+	// DefaultAttemptsPerIP is 30 sign-in or sign-up attempts a minute per client IP.
+	DefaultAttemptsPerIP = Limit{Events: 30, Per: time.Minute}
+	// DefaultFailuresPerEmail is 5 failed sign-ins per email, then one more every 15
+	// minutes: a bucket of 5 refilled with one token every 15 minutes.
+	DefaultFailuresPerEmail = Limit{Events: 1, Per: 15 * time.Minute, Burst: 5}
+)
 
 // Auth is bearer-token authentication with email sign-in: short-lived HS256 JWT access
 // tokens carrying the principal, and opaque refresh tokens stored as SHA-256 hashes,
@@ -114,8 +175,10 @@ type AuthConfig struct {
 // family (every token descended from the same sign-in), which ends a stolen session the
 // moment either party uses a stale token. Install it with [Auth.Option].
 type Auth struct {
-	cfg   AuthConfig
-	codec *tokenCodec
+	cfg      AuthConfig
+	codec    *tokenCodec
+	hasher   *hasher
+	failures failures
 
 	dummyOnce sync.Once
 	dummy     string // a hash to verify against for unknown emails, so timing tells nothing
@@ -126,8 +189,14 @@ func NewAuth(cfg AuthConfig) (*Auth, error) {
 	if cfg.DB == nil {
 		return nil, errors.New("gate.NewAuth: nil DB")
 	}
+	if cfg.AccessTTL < 0 || cfg.RefreshTTL < 0 {
+		return nil, errors.New("gate.NewAuth: negative token lifetime")
+	}
 	if cfg.Issuer == "" {
 		cfg.Issuer = "engine"
+	}
+	if cfg.Audience == "" {
+		cfg.Audience = "engine"
 	}
 	if cfg.AccessTTL == 0 {
 		cfg.AccessTTL = 15 * time.Minute
@@ -135,23 +204,46 @@ func NewAuth(cfg AuthConfig) (*Auth, error) {
 	if cfg.RefreshTTL == 0 {
 		cfg.RefreshTTL = 30 * 24 * time.Hour
 	}
-	if cfg.AccessTTL < 0 || cfg.RefreshTTL < 0 {
-		return nil, errors.New("gate.NewAuth: negative token lifetime")
-	}
 	if cfg.Hash == (HashParams{}) {
 		cfg.Hash = DefaultHashParams
 	}
 	if err := cfg.Hash.validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	codec, err := newTokenCodec(cfg.Keys, cfg.Issuer, cfg.Now)
+	h, err := newHasher(cfg.Hashing, cfg.Hash)
 	if err != nil {
 		return nil, err
 	}
-	return &Auth{cfg: cfg, codec: codec}, nil
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.IPSource == nil {
+		cfg.IPSource = RemoteAddr
+	}
+	if cfg.AttemptsPerIP, err = orDefault(cfg.AttemptsPerIP, DefaultAttemptsPerIP, cfg.Now); err != nil {
+		return nil, fmt.Errorf("gate.NewAuth: DefaultAttemptsPerIP: %w", err)
+	}
+	if cfg.FailuresPerEmail, err = orDefault(cfg.FailuresPerEmail, DefaultFailuresPerEmail, cfg.Now); err != nil {
+		return nil, fmt.Errorf("gate.NewAuth: DefaultFailuresPerEmail: %w", err)
+	}
+	codec, err := newTokenCodec(cfg.Keys, cfg.Issuer, cfg.Audience, cfg.Now)
+	if err != nil {
+		return nil, err
+	}
+	return &Auth{cfg: cfg, codec: codec, hasher: h, failures: newFailures(cfg.FailuresPerEmail)}, nil
+}
+
+// orDefault returns l, or when it is nil a [MemoryLimiter] of def on the clock now. def
+// is one of the exported defaults, which an app may have changed to something invalid.
+func orDefault(l Limiter, def Limit, now func() time.Time) (Limiter, error) {
+	if l != nil {
+		return l, nil
+	}
+	m, err := NewMemoryLimiter(def, WithLimiterClock(now))
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // KeysFromVault reads the current signing key and any previous ones from the vault by
@@ -176,15 +268,20 @@ func KeysFromVault(ctx context.Context, v *vault.Vault, current string, previous
 }
 
 // Option installs the authenticator, creates the tables at start, and binds the auth
-// flows. opts are added to every auth flow's binding (for example a rate limit on
-// sign-in).
+// flows: auth.signUpEmail only with [AuthConfig.PublicSignUp]. Sign-in and sign-up draw
+// from [AuthConfig.AttemptsPerIP] first. opts are added to every auth flow's binding
+// (for example a rate limit on refresh).
 func (a *Auth) Option(opts ...engine.BindOption) engine.Option {
+	attempts := opts
+	if a.cfg.AttemptsPerIP != NoLimit {
+		attempts = append([]engine.BindOption{tagged("rateLimit", true, limitBy(a.cfg.AttemptsPerIP, a.attemptKey))}, opts...)
+	}
 	o := []engine.Option{
 		engine.WithAuthenticator(a),
 		engine.OnStart(func(ctx context.Context, _ *engine.App) error { return a.Migrate(ctx) }),
 		engine.Bind(SignInEmail, func(fx *engine.Fx, in Credentials) (TokenSet, error) {
 			return a.SignIn(fx.Context(), in.Email, in.Password)
-		}, opts...),
+		}, attempts...),
 		engine.Bind(Refresh, func(fx *engine.Fx, in RefreshInput) (TokenSet, error) {
 			return a.Rotate(fx.Context(), in.RefreshToken)
 		}, opts...),
@@ -195,16 +292,17 @@ func (a *Auth) Option(opts ...engine.BindOption) engine.Option {
 			return engine.NoContent{}, a.signOut(fx.Context(), fx.Principal(), in.RefreshToken)
 		}, opts...),
 	}
-	if !a.cfg.DisableSignUp {
+	if a.cfg.PublicSignUp {
 		o = append(o, engine.Bind(SignUpEmail, func(fx *engine.Fx, in Credentials) (TokenSet, error) {
 			return a.SignUp(fx.Context(), in.Email, in.Password)
-		}, opts...))
+		}, attempts...))
 	}
 	return engine.Options(o...)
 }
 
 // Authenticate implements [engine.Authenticator]: it verifies the bearer access token
-// (signature with the key named by kid, HS256 only, issuer, expiry) and returns the
+// (signature with the key named by kid, HS256 only, issuer, audience, and the times exp,
+// iat and nbf, each of which must be a JSON number) and returns the
 // principal its claims carry, without touching the database.
 func (a *Auth) Authenticate(r *http.Request) (*engine.Principal, error) {
 	h := r.Header.Get("Authorization")

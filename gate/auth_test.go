@@ -2,8 +2,11 @@ package gate_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -53,15 +56,22 @@ func TestSignInFailures(t *testing.T) {
 			t.Errorf("%s: %d %v", tc.name, status, env)
 		}
 	}
-	status, _, env := h.raw(t, "auth.signInEmail", "", `{"email":"","password":""}`)
-	if status != http.StatusBadRequest {
-		t.Errorf("empty credentials: %d %v", status, env)
+	// Empty fields are refused by the flows' input schemas, before any handler runs.
+	for _, tc := range []struct{ flow, body, path string }{
+		{"auth.signInEmail", `{"email":"","password":"` + pw + `"}`, "email"},
+		{"auth.signInEmail", `{"email":"alice@example.com","password":""}`, "password"},
+		{"auth.refresh", `{"refreshToken":""}`, "refreshToken"},
+	} {
+		status, _, env := h.raw(t, tc.flow, "", tc.body)
+		if got := errorJSON(t, env); status != http.StatusBadRequest || !strings.Contains(got, `"code":"ValidationError"`) || !strings.Contains(got, tc.path) {
+			t.Errorf("%s %s: %d %s", tc.flow, tc.body, status, got)
+		}
 	}
 }
 
 func TestSignUp(t *testing.T) {
 	t.Parallel()
-	h := setup(t)
+	h := setup(t, func(c *gate.AuthConfig) { c.PublicSignUp = true })
 	c := h.client(t)
 	ctx := context.Background()
 	r := clientx.Call(ctx, c, gate.SignUpEmail, gate.Credentials{Email: "new@example.com", Password: "long enough pw"})
@@ -204,20 +214,70 @@ func TestRejectedTokens(t *testing.T) {
 	var hdr map[string]any
 	_ = json.Unmarshal(header, &hdr)
 	kid, _ := hdr["kid"].(string)
-	base := jwt.MapClaims{"sub": "x", "iss": "engine", "exp": h.clock.Now().Add(time.Minute).Unix(), "iat": h.clock.Now().Unix()}
-	noExp := jwt.MapClaims{"sub": "x", "iss": "engine", "iat": h.clock.Now().Unix()}
-
+	now := h.clock.Now()
+	base := jwt.MapClaims{"sub": "x", "iss": "engine", "aud": "engine", "exp": now.Add(time.Minute).Unix(), "iat": now.Unix()}
+	// with signs base with one claim changed (or removed, for nil) under the right key.
+	with := func(claim string, v any) string {
+		c := jwt.MapClaims{}
+		for k, x := range base {
+			c[k] = x
+		}
+		if v == nil {
+			delete(c, claim)
+		} else {
+			c[claim] = v
+		}
+		return otherKey(c, jwt.SigningMethodHS256, []byte(testKey), kid)
+	}
+	if status, _, env := h.raw(t, "t.echo", with("sub", "x"), `{}`); status != 200 {
+		t.Fatalf("the base claims are refused: %d %v", status, env)
+	}
+	later := now.Add(time.Minute).Unix()
 	for _, tc := range []struct{ name, token string }{
 		{"tampered claims", tampered},
 		{"alg none", none},
 		{"wrong key", otherKey(base, jwt.SigningMethodHS256, []byte("another key, 32 bytes or longer!!"), kid)},
 		{"unknown kid", otherKey(base, jwt.SigningMethodHS256, []byte(testKey), "nope")},
 		{"HS512", otherKey(base, jwt.SigningMethodHS512, []byte(testKey), kid)},
-		{"no expiry", otherKey(noExp, jwt.SigningMethodHS256, []byte(testKey), kid)},
+		{"no expiry", with("exp", nil)},
+		{"expired", with("exp", now.Unix())},
+		{"exp a string", with("exp", fmt.Sprint(later))},
+		{"exp a bool", with("exp", true)},
+		{"exp an object", with("exp", map[string]any{"n": later})},
+		{"exp null", with("exp", json.RawMessage("null"))},
+		{"iat a string", with("iat", fmt.Sprint(now.Unix()))},
+		{"iat null", with("iat", json.RawMessage("null"))},
+		{"iat in the future", with("iat", later)},
+		{"nbf a string", with("nbf", fmt.Sprint(now.Unix()))},
+		{"nbf a bool", with("nbf", false)},
+		{"nbf in the future", with("nbf", later)},
+		{"no issuer", with("iss", nil)},
+		{"wrong issuer", with("iss", "someone else")},
+		{"issuer a number", with("iss", 7)},
+		{"no audience", with("aud", nil)},
+		{"wrong audience", with("aud", "another app")},
+		{"audience a number", with("aud", 7)},
+		{"audience with a number", with("aud", []any{"engine", 7})},
+		{"no subject", with("sub", nil)},
+		{"subject a number", with("sub", 7)},
+		{"scopes a string", with("scopes", "admin")},
 		{"garbage", "not.a.token"},
 	} {
 		status, _, env := h.raw(t, "t.echo", tc.token, `{}`)
 		if status != http.StatusUnauthorized || errorJSON(t, env) != `{"code":"Unauthorized","data":{}}` {
+			t.Errorf("%s: %d %v", tc.name, status, env)
+		}
+	}
+	for _, tc := range []struct{ name, token string }{
+		{"audience list", with("aud", []string{"another app", "engine"})},
+		{"nbf now", with("nbf", now.Unix())},
+		{"fractional exp", with("exp", float64(later)+0.5)},
+		// Numbers at the edges of what a date claim may start with.
+		{"iat zero", with("iat", 0)},
+		{"nbf before the epoch", with("nbf", -1)},
+		{"exp far off", with("exp", int64(9999999999))},
+	} {
+		if status, _, env := h.raw(t, "t.echo", tc.token, `{}`); status != 200 {
 			t.Errorf("%s: %d %v", tc.name, status, env)
 		}
 	}
@@ -229,6 +289,108 @@ func TestRejectedTokens(t *testing.T) {
 	status, _, env = h.raw(t, "t.whoami", good, `{}`)
 	if status != 200 || env["data"].(map[string]any)["text"] != "alice@example.com" {
 		t.Errorf("public flow with a good token: %d %v", status, env)
+	}
+}
+
+// A verified token is remembered, but the cache repeats every check that depends on the
+// clock: a clock stepped back to before iat or nbf refuses it, as does expiry.
+func TestTokenCacheRechecksTime(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	now := h.clock.Now()
+	tok := func(c jwt.MapClaims) string {
+		tk := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
+		tk.Header["kid"] = testKid
+		s, err := tk.SignedString([]byte(testKey))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	claims := func(extra string) jwt.MapClaims {
+		c := jwt.MapClaims{"sub": "x", "iss": "engine", "aud": "engine", "exp": now.Add(time.Hour).Unix()}
+		c[extra] = now.Add(30 * time.Second).Unix()
+		return c
+	}
+	for _, extra := range []string{"iat", "nbf"} {
+		t.Run(extra, func(t *testing.T) {
+			h.clock.Set(now.Add(time.Minute))
+			token := tok(claims(extra))
+			if status, _, env := h.raw(t, "t.echo", token, `{}`); status != 200 {
+				t.Fatalf("valid token: %d %v", status, env)
+			}
+			h.clock.Advance(-time.Minute) // now before the claim
+			if status, _, _ := h.raw(t, "t.echo", token, `{}`); status != http.StatusUnauthorized {
+				t.Fatalf("%s after the clock stepped back: %d", extra, status)
+			}
+			h.clock.Advance(time.Minute)
+			if status, _, _ := h.raw(t, "t.echo", token, `{}`); status != 200 {
+				t.Fatalf("back in the window: %d", status)
+			}
+			h.clock.Advance(time.Hour)
+			if status, _, _ := h.raw(t, "t.echo", token, `{}`); status != http.StatusUnauthorized {
+				t.Fatalf("expired: %d", status)
+			}
+		})
+	}
+}
+
+// The cache holds at most its bound: one more verified token starts it afresh.
+func TestTokenCacheIsBounded(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	gate.SetTokenCacheSize(h.auth, 3)
+	check := func(id string) {
+		tok, err := h.auth.AccessToken(engine.Principal{ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _ := http.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		if _, err := h.auth.Authenticate(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []int
+	for _, id := range []string{"a", "b", "a", "c", "d", "e"} {
+		check(id)
+		got = append(got, gate.TokenCacheLen(h.auth))
+	}
+	if fmt.Sprint(got) != "[1 2 2 3 1 2]" {
+		t.Fatalf("cache sizes %v", got)
+	}
+}
+
+// Tokens are issued with the configured audience and refused by an Auth expecting
+// another; the default audience is "engine".
+func TestAudience(t *testing.T) {
+	t.Parallel()
+	db := openSQLite(t)
+	mk := func(aud string) *gate.Auth {
+		a, err := gate.NewAuth(gate.AuthConfig{DB: db, Keys: gate.Keys{Current: gate.Key{Secret: testSecret}}, Audience: aud, Hash: gate.FastHashParams})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	p := engine.Principal{ID: "u1"}
+	req := func(tok string) *http.Request {
+		r, _ := http.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		return r
+	}
+	for _, tc := range []struct {
+		issuer, verifier string
+		ok               bool
+	}{{"", "", true}, {"", "engine", true}, {"billing", "billing", true}, {"billing", "", false}, {"", "billing", false}} {
+		tok, err := mk(tc.issuer).AccessToken(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = mk(tc.verifier).Authenticate(req(tok))
+		if (err == nil) != tc.ok {
+			t.Errorf("issued for %q, checked for %q: %v", tc.issuer, tc.verifier, err)
+		}
 	}
 }
 
@@ -322,5 +484,239 @@ func TestConcurrentRefreshOfOneToken(t *testing.T) {
 	}
 	if r := clientx.Call(ctx, c, gate.Refresh, gate.RefreshInput{RefreshToken: wins[0].RefreshToken}); r.Error == nil {
 		t.Fatal("the winner's token survived the reuse")
+	}
+}
+
+// Signing out with another user's refresh token answers like success and ends nothing
+// of theirs, nor of the caller's; signing out with one of the caller's tokens ends that
+// session only; signing out with no token ends every session of the caller and no one
+// else's.
+func TestSignOutTouchesOnlyTheCaller(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	ctx := context.Background()
+	alice, bob := h.signIn(t, "alice@example.com"), h.signIn(t, "bob@example.com")
+	bobsOther, bobsThird := h.signIn(t, "bob@example.com"), h.signIn(t, "bob@example.com")
+	as := func(ts gate.TokenSet) *clientx.Client {
+		return h.client(t, clientx.WithAuth(clientx.Auth{GetToken: func(context.Context) (string, error) { return ts.AccessToken, nil }}))
+	}
+	signOut := func(tok string) {
+		t.Helper()
+		if r := clientx.Call(ctx, as(bob), gate.SignOut, gate.SignOutInput{RefreshToken: tok}); r.Error != nil || r.Status != http.StatusNoContent {
+			t.Fatalf("bob's sign-out with %q: %+v", tok, r)
+		}
+	}
+	// refresh rotates tok and returns the new token, or "" when it was refused.
+	refresh := func(tok string) string {
+		t.Helper()
+		r := clientx.Call(ctx, h.client(t), gate.Refresh, gate.RefreshInput{RefreshToken: tok})
+		if r.Error != nil {
+			if r.Error.Code != engine.CodeUnauthorized {
+				t.Fatalf("refresh: %+v", r)
+			}
+			return ""
+		}
+		return r.Data.RefreshToken
+	}
+	signOut(alice.RefreshToken)
+	aliceTok := refresh(alice.RefreshToken)
+	if aliceTok == "" {
+		t.Fatal("alice's session ended by bob's sign-out with her token")
+	}
+	bobTok := refresh(bob.RefreshToken)
+	if bobTok == "" {
+		t.Fatal("bob's own session ended by his sign-out with alice's token")
+	}
+	signOut(bobsOther.RefreshToken)
+	if refresh(bobsOther.RefreshToken) != "" {
+		t.Error("the session bob signed out of still refreshes")
+	}
+	if bobTok = refresh(bobTok); bobTok == "" {
+		t.Fatal("bob's first session ended when he signed out of his second")
+	}
+	signOut("")
+	for name, tok := range map[string]string{"bob's first session": bobTok, "bob's third session": bobsThird.RefreshToken} {
+		if refresh(tok) != "" {
+			t.Errorf("%s after signing out everywhere still refreshes", name)
+		}
+	}
+	if refresh(aliceTok) == "" {
+		t.Fatal("alice's session ended by bob signing out everywhere")
+	}
+	if r := clientx.Call(ctx, h.client(t), gate.SignOut, gate.SignOutInput{}); r.Error == nil || r.Error.Code != engine.CodeUnauthorized {
+		t.Fatalf("anonymous sign-out: %+v", r)
+	}
+}
+
+// A family with any revoked row is dead, even for a token issued after the revocation:
+// the race of a rotation with a replay that revoked the family as the new token was
+// being stored. The race is staged by revoking the older row directly.
+func TestRefreshHonoursRevokedFamily(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	ctx := context.Background()
+	first := h.signIn(t, "alice@example.com")
+	second := clientx.Call(ctx, h.client(t), gate.Refresh, gate.RefreshInput{RefreshToken: first.RefreshToken})
+	if second.Error != nil {
+		t.Fatal(second.Error)
+	}
+	sum := sha256.Sum256([]byte(first.RefreshToken))
+	if _, err := h.db.ExecContext(ctx, "UPDATE engine_refresh_tokens SET revoked = TRUE WHERE hash = ?", hex.EncodeToString(sum[:])); err != nil {
+		t.Fatal(err)
+	}
+	if r := clientx.Call(ctx, h.client(t), gate.Refresh, gate.RefreshInput{RefreshToken: second.Data.RefreshToken}); r.Error == nil || r.Error.Code != engine.CodeUnauthorized {
+		t.Fatalf("refresh in a revoked family: %+v", r)
+	}
+}
+
+func TestEnsureUserRefusesBadScopes(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	for i, scopes := range [][]string{{""}, {"a b"}, {"ok", "tab\there"}, {"new\nline"}, {"ok", ""}} {
+		if _, err := h.auth.EnsureUser(context.Background(), gate.User{Email: fmt.Sprintf("u%d@example.com", i), Password: pw, Scopes: scopes}); err == nil {
+			t.Errorf("scopes %q accepted", scopes)
+		}
+	}
+	if _, err := h.auth.EnsureUser(context.Background(), gate.User{Email: "fine@example.com", Password: pw, Scopes: []string{"a:b", "c"}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The app's SignUp decides a new user's tenant and scopes, or refuses the sign-up; scopes
+// that could not survive storage (empty, or with spaces) are the app's bug, an internal
+// error that creates no user.
+func TestSignUpFunc(t *testing.T) {
+	t.Parallel()
+	h := setup(t, noLimits, func(c *gate.AuthConfig) {
+		c.PublicSignUp = true
+		c.SignUp = func(_ context.Context, email string) (string, []string, error) {
+			switch email {
+			case "member@example.com":
+				return "team", []string{"notes:read", "notes:write"}, nil
+			case "loner@example.com":
+				return "", nil, nil
+			case "empty@example.com":
+				return "team", []string{"notes:read", ""}, nil
+			case "spaced@example.com":
+				return "team", []string{"notes:read notes:write"}, nil
+			case "tabbed@example.com":
+				return "team", []string{"notes:read\tadmin"}, nil
+			}
+			return "", nil, gate.Deny("invite only")
+		}
+	})
+	const password = "long enough pw"
+	me := func(ts gate.TokenSet) engine.Principal {
+		c := h.client(t, clientx.WithAuth(clientx.Auth{GetToken: func(context.Context) (string, error) { return ts.AccessToken, nil }}))
+		r := clientx.Call(context.Background(), c, gate.Me, gate.MeInput{})
+		if r.Error != nil {
+			t.Fatal(r.Error)
+		}
+		return r.Data
+	}
+	signUp := func(email string) (int, map[string]any) {
+		status, _, env := h.post(t, "/auth/sign-up/email", signInBody(email, password))
+		return status, env
+	}
+	status, env := signUp("member@example.com")
+	if status != http.StatusOK {
+		t.Fatalf("member: %d %v", status, env)
+	}
+	if p := me(h.signInAs(t, "member@example.com", password)); p.Tenant != "team" || fmt.Sprint(p.Scopes) != "[notes:read notes:write]" {
+		t.Errorf("member = %+v", p)
+	}
+	if status, env := signUp("loner@example.com"); status != http.StatusOK {
+		t.Fatalf("loner: %d %v", status, env)
+	}
+	if p := me(h.signInAs(t, "loner@example.com", password)); p.Tenant != p.ID || len(p.Scopes) != 0 {
+		t.Errorf("loner = %+v, want a tenant of its own and no scopes", p)
+	}
+	if status, env := signUp("stranger@example.com"); status != http.StatusForbidden || errorJSON(t, env) != `{"code":"Forbidden","data":{"gate":"policy","reason":"invite only"}}` {
+		t.Errorf("stranger: %d %v", status, env)
+	}
+	for _, email := range []string{"empty@example.com", "spaced@example.com", "tabbed@example.com"} {
+		if status, env := signUp(email); status != http.StatusInternalServerError || errorJSON(t, env) != `{"code":"InternalError","data":{"message":"internal error"}}` {
+			t.Errorf("%s: %d %v", email, status, env)
+		}
+	}
+	for _, email := range []string{"stranger@example.com", "empty@example.com", "spaced@example.com", "tabbed@example.com"} {
+		if status, _, _ := h.post(t, signInPath, signInBody(email, password)); status != http.StatusUnauthorized {
+			t.Errorf("%s was created: sign-in %d", email, status)
+		}
+	}
+}
+
+// KeysFromVault reads the current key and the previous ones by name; a name the vault
+// lacks is an error, never a key left out.
+func TestKeysFromVault(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const oldKey = "an older key of at least thirty-two bytes"
+	v, err := vault.New(vault.Map{"JWT_KEY": testKey, "JWT_OLD": oldKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := gate.KeysFromVault(ctx, v, "JWT_KEY", "JWT_OLD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys.Current.Secret.Reveal() != testKey || len(keys.Previous) != 1 || keys.Previous[0].Secret.Reveal() != oldKey {
+		t.Fatalf("keys: current %d bytes, %d previous", len(keys.Current.Secret.Reveal()), len(keys.Previous))
+	}
+	for name, names := range map[string][]string{
+		"missing current":  {"JWT_NONE"},
+		"missing previous": {"JWT_KEY", "JWT_OLD", "JWT_NONE"},
+	} {
+		if _, err := gate.KeysFromVault(ctx, v, names[0], names[1:]...); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if _, err := gate.KeysFromVault(ctx, nil, "JWT_KEY"); err == nil {
+		t.Error("nil vault: no error")
+	}
+}
+
+// Two instances seeding the same user at once both get its one id: the one that loses
+// the insert reads the winner's row. Both are held in their hashing slots until both
+// have found no user, so the race is certain.
+func TestEnsureUserRace(t *testing.T) {
+	t.Parallel()
+	h := setup(t, func(c *gate.AuthConfig) { c.Hashing = gate.HashBound{Concurrent: 2} })
+	hold := holdSlots(h.auth)
+	ids := make(chan string, 2)
+	for range 2 {
+		go func() {
+			id, err := h.auth.EnsureUser(context.Background(), gate.User{Email: "carol@example.com", Password: pw})
+			if err != nil {
+				t.Error(err)
+			}
+			ids <- id
+		}()
+	}
+	<-hold.entered
+	<-hold.entered
+	close(hold.release)
+	a, b := <-ids, <-ids
+	if a == "" || a != b {
+		t.Fatalf("ids %q and %q, want one id", a, b)
+	}
+	var n int
+	if err := h.db.QueryRowContext(context.Background(), "SELECT count(*) FROM engine_users WHERE email = 'carol@example.com'").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d rows for carol (%v)", n, err)
+	}
+	h.signIn(t, "carol@example.com")
+}
+
+// A refresh token of a user that no longer exists is Unauthorized, like any dead token.
+func TestRefreshOfDeletedUser(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	ts := h.signIn(t, "bob@example.com")
+	if _, err := h.db.ExecContext(context.Background(), "DELETE FROM engine_users WHERE email = 'bob@example.com'"); err != nil {
+		t.Fatal(err)
+	}
+	status, _, env := h.post(t, "/auth/refresh", `{"refreshToken":"`+ts.RefreshToken+`"}`)
+	if status != http.StatusUnauthorized || errorJSON(t, env) != `{"code":"Unauthorized","data":{}}` {
+		t.Fatalf("refresh of a deleted user: %d %v", status, env)
 	}
 }

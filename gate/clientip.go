@@ -13,6 +13,8 @@ import (
 // the right answer depends on the deployment: behind a proxy RemoteAddr is the proxy,
 // and without one a forwarding header is whatever the caller typed.
 type IPSource interface {
+	// ClientIP returns the client IP of r, or an error when r carries none it can
+	// vouch for.
 	ClientIP(r *http.Request) (netip.Addr, error)
 }
 

@@ -20,6 +20,11 @@
 //	GET  /auth/me             auth.me           auth    {}                → principal
 //	POST /auth/sign-out       auth.signOut      auth    {refreshToken?}   → 204
 //
+// Sign-up is bound only when the app opts in ([AuthConfig.PublicSignUp]). Sign-in is
+// limited per client IP and per email ([AuthConfig.AttemptsPerIP],
+// [AuthConfig.FailuresPerEmail]), and password hashing runs under a bound ([HashBound])
+// that answers Unavailable (503, Retry-After) beyond it.
+//
 // Every gate also tags the binding under "gate" (and details under "gate.<kind>") so the
 // descriptor marks the flow gated even when it is public but rate limited.
 package gate

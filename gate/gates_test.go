@@ -3,6 +3,7 @@ package gate_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -111,17 +112,69 @@ func TestDescriptorMarksGates(t *testing.T) {
 func TestBadGateOptionsFailNew(t *testing.T) {
 	t.Parallel()
 	echo := func(_ *engine.Fx, in EchoIn) (EchoIn, error) { return in, nil }
+	lim := mustMemoryLimiter(t, gate.Limit{Events: 1, Per: time.Second}, time.Now)
 	for name, opt := range map[string]engine.BindOption{
 		"no scopes":    gate.Scopes(),
-		"blank scope":  gate.Scopes("a b"),
+		"spaced scope": gate.Scopes("ok", "a b"),
+		"empty scope":  gate.Scopes("ok", ""),
 		"nil policy":   gate.Policy[EchoIn](nil),
 		"nil limiter":  gate.RateLimit(nil, gate.ByPrincipal()),
-		"nil key func": gate.RateLimit(&gate.MemoryLimiter{}, nil),
+		"nil key func": gate.RateLimit(lim, nil),
 	} {
+		// Public, so that only the option can make New fail (a gated flow in an app
+		// without an authenticator fails too).
 		u := engine.NewUnit("bad")
-		f := engine.Define[EchoIn, EchoIn](u, "f")
+		f := engine.Define[EchoIn, EchoIn](u, "f", engine.Public())
 		if _, err := engine.New(engine.Bind(f, echo, opt)); err == nil {
 			t.Errorf("%s: New accepted it", name)
+		}
+	}
+	u := engine.NewUnit("good")
+	f := engine.Define[EchoIn, EchoIn](u, "f", engine.Public())
+	if _, err := engine.New(engine.Bind(f, echo, gate.RateLimit(lim, gate.ByPrincipal()), gate.Policy(func(*engine.Fx, EchoIn) error { return nil }))); err != nil {
+		t.Errorf("good options refused: %v", err)
+	}
+}
+
+// A limiter that refuses without saying how long to wait still yields a retry time a
+// client can use: at least 1 ms, and Retry-After 1.
+func TestRateLimitWithoutWait(t *testing.T) {
+	t.Parallel()
+	u := engine.NewUnit("nw")
+	f := engine.Define[EchoIn, EchoIn](u, "f", engine.Public())
+	app, err := engine.New(engine.Bind(f, func(_ *engine.Fx, in EchoIn) (EchoIn, error) { return in, nil },
+		gate.RateLimit(refuseAll{}, gate.ByPrincipal())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{app: app, srv: httptest.NewServer(app.Handler())}
+	t.Cleanup(h.srv.Close)
+	status, hdr, env := h.post(t, "/_engine/nw/f", `{}`)
+	if status != http.StatusTooManyRequests || errorJSON(t, env) != `{"code":"RateLimited","data":{"retryAfterMs":1}}` || hdr.Get("Retry-After") != "1" {
+		t.Fatalf("%d %s %q", status, errorJSON(t, env), hdr.Get("Retry-After"))
+	}
+}
+
+// refuseAll refuses every call and says nothing of when to retry.
+type refuseAll struct{}
+
+func (refuseAll) Allow(context.Context, string) (bool, time.Duration, error) { return false, 0, nil }
+
+func TestRoundUpMs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want time.Duration }{
+		{5 * time.Second, 5 * time.Second},
+		{5*time.Second + 5*time.Nanosecond, 5 * time.Second}, // float noise above a boundary
+		{5*time.Second - 5*time.Nanosecond, 5 * time.Second}, // and below it
+		{5*time.Second + time.Microsecond, 5*time.Second + time.Millisecond},
+		{5*time.Second + 9*time.Nanosecond, 5 * time.Second},
+		{5*time.Second + 10*time.Nanosecond, 5 * time.Second},
+		{5*time.Second + 11*time.Nanosecond, 5*time.Second + time.Millisecond},
+		{time.Millisecond - 11*time.Nanosecond, time.Millisecond},
+		{time.Microsecond, time.Millisecond},
+	} {
+		if got := gate.RoundUpMs(tc.in); got != tc.want {
+			t.Errorf("roundUpMs(%v) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
 }
@@ -172,8 +225,14 @@ func TestClientIP(t *testing.T) {
 			t.Errorf("%s: %v %v, want %s", tc.name, got, err, tc.want)
 		}
 	}
-	if _, err := gate.TrustedProxy("X-Forwarded-For"); err == nil {
-		t.Error("TrustedProxy without ranges was accepted")
+	for name, err := range map[string]error{
+		"no ranges":      second(gate.TrustedProxy("X-Forwarded-For")),
+		"no header":      second(gate.TrustedProxy(" ", netip.MustParsePrefix("10.0.0.0/8"))),
+		"invalid prefix": second(gate.TrustedProxy("X-Forwarded-For", netip.MustParsePrefix("10.0.0.0/8"), netip.Prefix{})),
+	} {
+		if err == nil {
+			t.Errorf("TrustedProxy with %s was accepted", name)
+		}
 	}
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	r.RemoteAddr = "pipe"
@@ -213,3 +272,139 @@ func TestRateLimitInProcess(t *testing.T) {
 		}
 	}
 }
+
+// Over HTTP each client IP has its own bucket, and a request whose IP cannot be read is
+// an internal error rather than a call sharing some common bucket.
+func TestRateLimitByClientIP(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		src  gate.IPSource
+		ips  []string
+		want string
+	}{
+		{"one bucket per address", headerIP{}, []string{"192.0.2.1", "192.0.2.1", "192.0.2.2", "192.0.2.1", "2001:db8::1"}, "[200 200 200 429 200]"},
+		{"unreadable IP", failingIP{}, []string{"192.0.2.1", "192.0.2.2"}, "[500 500]"},
+		{"nil is the TCP peer", nil, []string{"192.0.2.1", "192.0.2.2", "192.0.2.3"}, "[200 200 429]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			lim := mustMemoryLimiter(t, gate.Limit{Events: 2, Per: time.Hour}, time.Now)
+			u := engine.NewUnit("ipl")
+			f := engine.Define[EchoIn, EchoIn](u, "f", engine.Public())
+			app, err := engine.New(engine.WithLogger(slog.New(slog.DiscardHandler)),
+				engine.Bind(f, func(_ *engine.Fx, in EchoIn) (EchoIn, error) { return in, nil }, gate.RateLimit(lim, gate.ByClientIP(tc.src))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := &harness{app: app, srv: httptest.NewServer(app.Handler())}
+			t.Cleanup(h.srv.Close)
+			var got []int
+			for _, ip := range tc.ips {
+				status, _, _ := h.post(t, "/_engine/ipl/f", `{}`, asIP(ip)...)
+				got = append(got, status)
+			}
+			if fmt.Sprint(got) != tc.want {
+				t.Fatalf("statuses %v, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// ByPrincipal and ByPrincipalOrIP give every principal a bucket of its own; anonymous
+// in-process callers share one.
+func TestRateLimitByPrincipal(t *testing.T) {
+	t.Parallel()
+	for name, key := range map[string]gate.KeyFunc{"ByPrincipal": gate.ByPrincipal(), "ByPrincipalOrIP": gate.ByPrincipalOrIP(nil)} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			lim := mustMemoryLimiter(t, gate.Limit{Events: 1, Per: time.Hour}, time.Now)
+			u := engine.NewUnit("pl")
+			f := engine.Define[EchoIn, EchoIn](u, "f", engine.Public())
+			app, err := engine.New(engine.Bind(f, func(_ *engine.Fx, in EchoIn) (EchoIn, error) { return in, nil },
+				gate.RateLimit(lim, key)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			call := func(p *engine.Principal) string {
+				_, err := app.Invoke(context.Background(), "pl.f", p, json.RawMessage(`{}`))
+				if err == nil {
+					return "ok"
+				}
+				return engine.AsError(err).Code
+			}
+			a, b := &engine.Principal{ID: "a"}, &engine.Principal{ID: "b"}
+			got := []string{call(a), call(a), call(b), call(nil), call(nil), call(b), call(&engine.Principal{ID: "anonymous"})}
+			if want := "[ok RateLimited ok ok RateLimited RateLimited ok]"; fmt.Sprint(got) != want {
+				t.Fatalf("calls = %v, want %s", got, want)
+			}
+		})
+	}
+}
+
+// Over HTTP, ByPrincipal gives every signed-in caller a bucket of its own, whatever its
+// address, and anonymous callers share one; ByPrincipalOrIP keys anonymous callers by
+// their address instead.
+func TestRateLimitByPrincipalOverHTTP(t *testing.T) {
+	t.Parallel()
+	auth, err := gate.NewAuth(gate.AuthConfig{DB: openSQLite(t), Keys: gate.Keys{Current: gate.Key{Secret: testSecret}}, Hash: gate.FastHashParams})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := engine.NewUnit("hp")
+	byPrincipal := engine.Define[EchoIn, EchoIn](u, "principal", engine.Public())
+	orIP := engine.Define[EchoIn, EchoIn](u, "orIP", engine.Public())
+	echo := func(_ *engine.Fx, in EchoIn) (EchoIn, error) { return in, nil }
+	lim := mustMemoryLimiter(t, gate.Limit{Events: 1, Per: time.Hour}, time.Now)
+	app, err := engine.New(auth.Option(),
+		engine.Bind(byPrincipal, echo, gate.RateLimit(lim, gate.ByPrincipal())),
+		engine.Bind(orIP, echo, gate.RateLimit(lim, gate.ByPrincipalOrIP(headerIP{}))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Close(context.Background()) })
+	h := &harness{app: app, srv: httptest.NewServer(app.Handler())}
+	t.Cleanup(h.srv.Close)
+	token := func(id, email, tenant string) string {
+		tok, err := auth.AccessToken(engine.Principal{ID: id, Email: email, Tenant: tenant})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	// a and b share email and tenant, so only their ids tell them apart.
+	a, b := token("a", "same@example.com", "t1"), token("b", "same@example.com", "t1")
+	named := token("anonymous", "", "") // a principal whose id is the anonymous bucket's name
+	for _, tc := range []struct {
+		name  string
+		flow  string
+		calls [][2]string // token, client IP
+		want  string
+	}{
+		{"ByPrincipal", "/_engine/hp/principal",
+			[][2]string{{a, "192.0.2.1"}, {a, "192.0.2.2"}, {b, "192.0.2.1"}, {"", "192.0.2.1"}, {"", "192.0.2.2"}, {named, "192.0.2.3"}, {b, "192.0.2.9"}},
+			"[200 429 200 200 429 200 429]"},
+		{"ByPrincipalOrIP", "/_engine/hp/orIP",
+			[][2]string{{a, "192.0.2.1"}, {a, "192.0.2.2"}, {"", "192.0.2.1"}, {"", "192.0.2.1"}, {"", "192.0.2.2"}, {b, "192.0.2.1"}},
+			"[200 429 200 429 200 200]"},
+	} {
+		var got []int
+		for _, c := range tc.calls {
+			hdr := asIP(c[1])
+			if c[0] != "" {
+				hdr = append(hdr, "Authorization", "Bearer "+c[0])
+			}
+			status, _, _ := h.post(t, tc.flow, `{}`, hdr...)
+			got = append(got, status)
+		}
+		if fmt.Sprint(got) != tc.want {
+			t.Errorf("%s: %v, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// second returns the error of a call's two results.
+func second[T any](_ T, err error) error { return err }

@@ -21,13 +21,37 @@ type Limiter interface {
 	Allow(ctx context.Context, key string) (ok bool, retryAfter time.Duration, err error)
 }
 
+// Peeker is a [Limiter] that can also look at a bucket without drawing from it. [Auth]
+// needs it to count only failed sign-ins: it peeks before checking a password and draws
+// a token only when the password was wrong. [MemoryLimiter], [SQLLimiter] and [NoLimit]
+// implement it, and other limiters may. Given a Limiter without it, [Auth] falls back
+// to drawing a token for every attempt, successful or not (see
+// [AuthConfig.FailuresPerEmail]).
+type Peeker interface {
+	Limiter
+	// Peek reports whether Allow would let a call under key through now and, when it
+	// would not, how long until it would, without taking a token or creating a bucket.
+	Peek(ctx context.Context, key string) (ok bool, retryAfter time.Duration, err error)
+}
+
+// NoLimit is a [Peeker] that allows every call. It exists so that a limit on by default
+// can be turned off in so many words: [AuthConfig.AttemptsPerIP] or
+// [AuthConfig.FailuresPerEmail] set to NoLimit, rather than a zero value that reads like
+// "the default".
+var NoLimit Peeker = noLimit{}
+
+type noLimit struct{}
+
+func (noLimit) Allow(context.Context, string) (bool, time.Duration, error) { return true, 0, nil }
+func (noLimit) Peek(context.Context, string) (bool, time.Duration, error)  { return true, 0, nil }
+
 // Limit is a token bucket: Events calls per Per on average, with bursts of up to Burst
 // (Events when zero). Limit{Events: 5, Per: time.Minute} lets 5 calls through at once,
 // then one every 12 seconds.
 type Limit struct {
-	Events int
-	Per    time.Duration
-	Burst  int
+	Events int           // calls allowed per Per, on average
+	Per    time.Duration // the period of Events
+	Burst  int           // calls allowed at once (default Events)
 }
 
 func (l Limit) validate() (Limit, error) {
@@ -105,13 +129,25 @@ func RateLimit(l Limiter, key KeyFunc) engine.BindOption {
 	if l == nil || key == nil {
 		return engine.InvalidBindOption(errors.New("gate.RateLimit: nil limiter or key"))
 	}
-	return tagged("rateLimit", true, func(next engine.HandlerFunc) engine.HandlerFunc {
+	return tagged("rateLimit", true, limitBy(l, func(fx *engine.Fx) (string, error) {
+		k, err := key(fx)
+		if err != nil {
+			return "", err
+		}
+		return fx.Flow().ID() + "|" + k, nil
+	}))
+}
+
+// limitBy is the middleware of [RateLimit] with the bucket named in full by key, so
+// several flows can draw from one bucket (the auth attempts of one client IP).
+func limitBy(l Limiter, key KeyFunc) engine.Middleware {
+	return func(next engine.HandlerFunc) engine.HandlerFunc {
 		return func(fx *engine.Fx, in any) (any, error) {
 			k, err := key(fx)
 			if err != nil {
 				return nil, fmt.Errorf("gate: rate limit key of %s: %w", fx.Flow().ID(), err)
 			}
-			ok, retry, err := l.Allow(fx.Context(), fx.Flow().ID()+"|"+k)
+			ok, retry, err := l.Allow(fx.Context(), k)
 			if err != nil {
 				return nil, fmt.Errorf("gate: rate limit of %s: %w", fx.Flow().ID(), err)
 			}
@@ -120,7 +156,7 @@ func RateLimit(l Limiter, key KeyFunc) engine.BindOption {
 			}
 			return next(fx, in)
 		}
-	})
+	}
 }
 
 // roundUpMs rounds a wait up to whole milliseconds, absorbing float error in refill

@@ -17,7 +17,7 @@ var tableSeq atomic.Int64
 // limiters builds every Limiter implementation with the same limit and clock, so one
 // suite checks them all; the Postgres one is skipped, saying so, without a DSN.
 func limiters(t *testing.T, l gate.Limit, clock *fakeClock) map[string]func(t *testing.T) gate.Limiter {
-	sqlLimiter := func(open func(*testing.T) *bun.DB) func(t *testing.T) gate.Limiter {
+	sqlLimiter := func(open func(testing.TB) *bun.DB) func(t *testing.T) gate.Limiter {
 		return func(t *testing.T) gate.Limiter {
 			db := open(t)
 			table := fmt.Sprintf("rl_test_%d_%d", time.Now().UnixNano()%1e9, tableSeq.Add(1))
@@ -103,6 +103,97 @@ func TestLimiters(t *testing.T) {
 					t.Fatal("clock step back lost a token")
 				}
 			})
+			t.Run("peek takes nothing", func(t *testing.T) {
+				clock := newClock()
+				lim := limiters(t, gate.Limit{Events: 2, Per: 10 * time.Second}, clock)[name](t).(gate.Peeker)
+				ctx := context.Background()
+				peek := func() string {
+					ok, retry, err := lim.Peek(ctx, "k")
+					if err != nil {
+						t.Fatal(err)
+					}
+					return fmt.Sprint(ok, " ", retry)
+				}
+				for range 5 {
+					if got := peek(); got != "true 0s" {
+						t.Fatalf("peek of a full bucket: %s", got)
+					}
+				}
+				for i := range 2 {
+					if ok, _, err := lim.Allow(ctx, "k"); !ok || err != nil {
+						t.Fatalf("call %d after peeks: %v %v", i, ok, err)
+					}
+				}
+				if got := peek(); got != "false 5s" {
+					t.Fatalf("peek of an empty bucket: %s", got)
+				}
+				clock.Advance(2 * time.Second)
+				if got := peek(); got != "false 3s" {
+					t.Fatalf("peek 2 s on: %s", got)
+				}
+				// A clock that steps back sees the level of the last decision, no less.
+				clock.Advance(-time.Hour)
+				if got := peek(); got != "false 5s" {
+					t.Fatalf("peek with the clock stepped back: %s", got)
+				}
+				clock.Advance(time.Hour + 3*time.Second)
+				if got := peek(); got != "true 0s" {
+					t.Fatalf("peek after the wait: %s", got)
+				}
+				if ok, _, _ := lim.Allow(ctx, "k"); !ok {
+					t.Fatal("no token after the wait")
+				}
+				if got := peek(); got != "false 5s" {
+					t.Fatalf("peek after taking the refilled token: %s", got)
+				}
+			})
+			// Retry times are exact to the millisecond: 0.7 of a token refilled
+			// leaves 3 s to wait, not 3.001 s, so the level is stored at full
+			// precision (a 4-byte float would hold 0.69999999).
+			t.Run("retry-after is exact", func(t *testing.T) {
+				clock := newClock()
+				lim := limiters(t, gate.Limit{Events: 1, Per: 10 * time.Second}, clock)[name](t)
+				ctx := context.Background()
+				if ok, _, err := lim.Allow(ctx, "k"); !ok || err != nil {
+					t.Fatalf("first call: %v %v", ok, err)
+				}
+				clock.Advance(7 * time.Second)
+				for range 2 {
+					if ok, retry, err := lim.Allow(ctx, "k"); ok || err != nil || retry != 3*time.Second {
+						t.Fatalf("7 s on: ok %v retry %v err %v", ok, retry, err)
+					}
+				}
+			})
+			// Waiting exactly the retry time finds a token, at limits whose refill
+			// per millisecond has no exact binary fraction (1/900000 for one token
+			// every 15 minutes), for Allow and for Peek.
+			t.Run("a token at the retry time", func(t *testing.T) {
+				for _, l := range []gate.Limit{gate.DefaultFailuresPerEmail, gate.DefaultAttemptsPerIP, {Events: 3, Per: 7 * time.Second}} {
+					clock := newClock()
+					lim := limiters(t, l, clock)[name](t).(gate.Peeker)
+					ctx := context.Background()
+					for {
+						if ok, _, err := lim.Allow(ctx, "k"); err != nil || !ok {
+							break
+						}
+					}
+					_, retry, err := lim.Peek(ctx, "k")
+					if err != nil || retry <= time.Millisecond {
+						t.Fatalf("%+v: retry %v, err %v", l, retry, err)
+					}
+					clock.Advance(retry - time.Millisecond)
+					if ok, left, _ := lim.Peek(ctx, "k"); ok || left != time.Millisecond {
+						t.Fatalf("%+v: a millisecond early: peek %v, %v left", l, ok, left)
+					}
+					clock.Advance(time.Millisecond)
+					if ok, left, _ := lim.Peek(ctx, "k"); !ok || left != 0 {
+						t.Fatalf("%+v: peek at the retry time %v: %v, %v left", l, retry, ok, left)
+					}
+					if ok, left, _ := lim.Allow(ctx, "k"); !ok {
+						t.Fatalf("%+v: no token at the retry time %v (%v left)", l, retry, left)
+					}
+				}
+			})
 			t.Run("burst", func(t *testing.T) {
 				clock := newClock()
 				lim := limiters(t, gate.Limit{Events: 1, Per: time.Second, Burst: 3}, clock)[name](t)
@@ -141,6 +232,30 @@ func TestMemoryLimiterEvictsIdleBuckets(t *testing.T) {
 	}
 }
 
+// Peeking at a key that has no bucket creates none.
+func TestMemoryLimiterPeekAddsNoBucket(t *testing.T) {
+	t.Parallel()
+	m, err := gate.NewMemoryLimiter(gate.Limit{Events: 1, Per: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := m.Peek(context.Background(), "k"); !ok || err != nil || m.Len() != 0 {
+		t.Fatalf("peek: %v %v, %d buckets", ok, err, m.Len())
+	}
+}
+
+func TestNoLimit(t *testing.T) {
+	t.Parallel()
+	for range 100 {
+		if ok, _, err := gate.NoLimit.Allow(context.Background(), "k"); !ok || err != nil {
+			t.Fatal("NoLimit refused")
+		}
+	}
+	if ok, retry, err := gate.NoLimit.Peek(context.Background(), "k"); !ok || retry != 0 || err != nil {
+		t.Fatal("NoLimit refused a peek")
+	}
+}
+
 func TestLimitValidation(t *testing.T) {
 	t.Parallel()
 	for _, l := range []gate.Limit{{}, {Events: 1}, {Per: time.Second}, {Events: 1, Per: time.Second, Burst: -1}} {
@@ -167,7 +282,9 @@ func TestSQLLimiterPrune(t *testing.T) {
 	for i := range 5 {
 		_, _, _ = s.Allow(ctx, fmt.Sprint("old", i))
 	}
-	clock.Advance(time.Minute)
+	clock.Advance(30 * time.Second)
+	_, _, _ = s.Allow(ctx, "half full") // not yet refilled at the prune
+	clock.Advance(30 * time.Second)
 	_, _, _ = s.Allow(ctx, "recent")
 	n, err := s.Prune(ctx)
 	if err != nil || n != 5 {
@@ -182,5 +299,29 @@ func TestSQLLimiterPrune(t *testing.T) {
 	}
 	if allowed != 9 {
 		t.Fatalf("recent bucket allowed %d more, want 9", allowed)
+	}
+}
+
+// A bucket is forgotten only once it has refilled: one drawn recently survives a sweep,
+// so forgetting never hands out a token early.
+func TestMemoryLimiterKeepsBucketsUntilRefilled(t *testing.T) {
+	t.Parallel()
+	clock := newClock()
+	m, err := gate.NewMemoryLimiter(gate.Limit{Events: 1, Per: time.Minute}, gate.WithLimiterClock(clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	clock.Advance(50 * time.Second)
+	if ok, _, _ := m.Allow(ctx, "k"); !ok {
+		t.Fatal("first call refused")
+	}
+	clock.Advance(10 * time.Second)
+	_, _, _ = m.Allow(ctx, "other") // a minute since the limiter began: a sweep
+	if ok, retry, _ := m.Allow(ctx, "k"); ok || retry != 50*time.Second {
+		t.Fatalf("k 10 s after its last token: ok %v, retry %v; want 50 s to wait", ok, retry)
+	}
+	if m.Len() != 2 {
+		t.Fatalf("%d buckets, want k and other", m.Len())
 	}
 }

@@ -86,6 +86,24 @@ func (m *MemoryLimiter) Allow(_ context.Context, key string) (bool, time.Duratio
 	return false, roundUpMs(wait), nil
 }
 
+// Peek implements [Peeker]. A key without a bucket has a full one waiting, so it is
+// allowed without creating one.
+func (m *MemoryLimiter) Peek(_ context.Context, key string) (bool, time.Duration, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.buckets[key]
+	if b == nil {
+		return true, 0, nil
+	}
+	tokens := b.lim.TokensAt(now)
+	if tokens >= 1 {
+		return true, 0, nil
+	}
+	wait := time.Duration((1 - tokens) / m.limit.perSecond() * float64(time.Second))
+	return false, roundUpMs(wait), nil
+}
+
 func (m *MemoryLimiter) sweep(now time.Time) {
 	for k, b := range m.buckets {
 		if now.Sub(b.seen) >= m.idle {

@@ -17,7 +17,7 @@ import (
 type HashParams struct {
 	Memory  uint32 // KiB
 	Time    uint32 // passes
-	Threads uint8
+	Threads uint8  // lanes
 	SaltLen uint32 // bytes
 	KeyLen  uint32 // bytes
 }

@@ -2,12 +2,16 @@ package gate_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -43,6 +47,12 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
 func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -52,7 +62,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 var dbSeq atomic.Int64
 
 // openSQLite returns a private in-memory SQLite database.
-func openSQLite(t *testing.T) *bun.DB {
+func openSQLite(t testing.TB) *bun.DB {
 	t.Helper()
 	name := fmt.Sprintf("file:gate-test-%d-%d?mode=memory&cache=shared&_pragma=busy_timeout(5000)&_txlock=immediate", os.Getpid(), dbSeq.Add(1))
 	sqldb, err := sql.Open("sqlite", name)
@@ -66,7 +76,7 @@ func openSQLite(t *testing.T) *bun.DB {
 }
 
 // openPostgres returns the test Postgres database, or skips saying why.
-func openPostgres(t *testing.T) *bun.DB {
+func openPostgres(t testing.TB) *bun.DB {
 	t.Helper()
 	dsn := os.Getenv("ENGINE_TEST_POSTGRES_DSN")
 	if dsn == "" {
@@ -82,6 +92,14 @@ func openPostgres(t *testing.T) *bun.DB {
 }
 
 const testKey = "0123456789abcdef0123456789abcdef-test-key"
+
+var testSecret = vault.NewSecret(testKey)
+
+// testKid is the key id gate derives from testKey: the first 6 bytes of its SHA-256.
+var testKid = func() string {
+	sum := sha256.Sum256([]byte(testKey))
+	return base64.RawURLEncoding.EncodeToString(sum[:6])
+}()
 
 // The test app's flows: one per kind of gate.
 var (
@@ -101,6 +119,7 @@ type harness struct {
 	auth   *gate.Auth
 	app    *engine.App
 	srv    *httptest.Server
+	db     *bun.DB
 	clock  *fakeClock
 	lim    *gate.MemoryLimiter
 	userID map[string]string
@@ -108,12 +127,13 @@ type harness struct {
 
 const pw = "correct horse battery staple"
 
-// setup builds an app with auth (fast hashing, fake clock), the test flows and seeded
-// users, served over loopback HTTP.
-func setup(t *testing.T) *harness {
+// setup builds an app with auth (fast hashing, fake clock, otherwise the defaults as
+// adjusted by each of with), the test flows and seeded users, served over loopback HTTP.
+func setup(t testing.TB, with ...func(*gate.AuthConfig)) *harness {
 	t.Helper()
 	h := &harness{clock: newClock(), userID: map[string]string{}}
 	db := openSQLite(t)
+	h.db = db
 	v, err := vault.New(vault.Map{"JWT_KEY": testKey})
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +142,11 @@ func setup(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.auth, err = gate.NewAuth(gate.AuthConfig{DB: db, Keys: keys, Hash: gate.FastHashParams, Now: h.clock.Now, AccessTTL: 5 * time.Minute})
+	cfg := gate.AuthConfig{DB: db, Keys: keys, Hash: gate.FastHashParams, Now: h.clock.Now, AccessTTL: 5 * time.Minute}
+	for _, w := range with {
+		w(&cfg)
+	}
+	h.auth, err = gate.NewAuth(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +198,7 @@ func setup(t *testing.T) *harness {
 }
 
 // client returns a typed client over REST, with bearer auth when tok is not nil.
-func (h *harness) client(t *testing.T, opts ...clientx.Option) *clientx.Client {
+func (h *harness) client(t testing.TB, opts ...clientx.Option) *clientx.Client {
 	t.Helper()
 	c, err := clientx.ForApp(h.app, h.srv.URL, opts...)
 	if err != nil {
@@ -183,9 +207,28 @@ func (h *harness) client(t *testing.T, opts ...clientx.Option) *clientx.Client {
 	return c
 }
 
-func (h *harness) signIn(t *testing.T, email string) gate.TokenSet {
+// principal returns the principal of a seeded user, as its access tokens carry it.
+func (h *harness) principal(t testing.TB, email string) engine.Principal {
 	t.Helper()
-	r := clientx.Call(context.Background(), h.client(t), gate.SignInEmail, gate.Credentials{Email: email, Password: pw})
+	ts := h.signIn(t, email)
+	r, _ := http.NewRequest(http.MethodGet, "/", nil)
+	r.Header.Set("Authorization", "Bearer "+ts.AccessToken)
+	p, err := h.auth.Authenticate(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *p
+}
+
+func (h *harness) signIn(t testing.TB, email string) gate.TokenSet {
+	t.Helper()
+	return h.signInAs(t, email, pw)
+}
+
+// signInAs signs in with the given password, failing the test unless it succeeds.
+func (h *harness) signInAs(t testing.TB, email, password string) gate.TokenSet {
+	t.Helper()
+	r := clientx.Call(context.Background(), h.client(t), gate.SignInEmail, gate.Credentials{Email: email, Password: password})
 	if r.Error != nil {
 		t.Fatalf("sign in %s: %v", email, r.Error)
 	}
@@ -196,13 +239,24 @@ func (h *harness) signIn(t *testing.T, email string) gate.TokenSet {
 // the decoded envelope.
 func (h *harness) raw(t *testing.T, flow, token, body string) (int, http.Header, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, h.srv.URL+"/_engine/"+strings.Replace(flow, ".", "/", 1), strings.NewReader(body))
+	var hdr []string
+	if token != "" {
+		hdr = []string{"Authorization", "Bearer " + token}
+	}
+	return h.post(t, "/_engine/"+strings.Replace(flow, ".", "/", 1), body, hdr...)
+}
+
+// post sends a JSON POST to path with the given header name/value pairs and returns
+// status, headers and the decoded envelope; a reply that is not one fails the test.
+func (h *harness) post(t testing.TB, path, body string, hdr ...string) (int, http.Header, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -213,10 +267,43 @@ func (h *harness) raw(t *testing.T, flow, token, body string) (int, http.Header,
 	var env map[string]any
 	if len(b) > 0 {
 		if err := json.Unmarshal(b, &env); err != nil {
-			t.Fatalf("%s: not an envelope: %s", flow, b)
+			t.Fatalf("%s: not an envelope: %s", path, b)
 		}
 	}
 	return resp.StatusCode, resp.Header, env
+}
+
+// status posts body to path and returns the status, or 0 when no answer came; unlike
+// post it touches no testing.TB, so goroutines a test starts may call it.
+func (h *harness) status(path, body string) int {
+	resp, err := http.Post(h.srv.URL+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// signInBody is the JSON body of a sign-in.
+func signInBody(email, password string) string {
+	b, _ := json.Marshal(gate.Credentials{Email: email, Password: password})
+	return string(b)
+}
+
+// headerIP is a test IPSource: the client IP is the X-Test-IP header, so one loopback
+// client can stand for many.
+type headerIP struct{}
+
+func (headerIP) ClientIP(r *http.Request) (netip.Addr, error) {
+	return netip.ParseAddr(r.Header.Get("X-Test-IP"))
+}
+
+// failingIP is an IPSource that cannot read any request.
+type failingIP struct{}
+
+func (failingIP) ClientIP(*http.Request) (netip.Addr, error) {
+	return netip.Addr{}, errors.New("no client IP here")
 }
 
 // errorJSON returns the envelope's error object re-encoded, for exact comparisons.

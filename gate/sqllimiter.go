@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"regexp"
@@ -25,6 +26,7 @@ type SQLLimiter struct {
 	limit Limit
 	now   func() time.Time
 	query string
+	peek  string
 }
 
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
@@ -76,10 +78,11 @@ func NewSQLLimiter(db *bun.DB, l Limit, opts ...SQLOption) (*SQLLimiter, error) 
 	refilled := fmt.Sprintf("%s(?3, t.tokens + %s(0, ?2 - t.updated_ms) * ?4)", least, greatest)
 	s.query = fmt.Sprintf(`INSERT INTO %[1]s AS t (bucket, tokens, updated_ms, ok) VALUES (?0, ?1, ?2, TRUE)
 ON CONFLICT (bucket) DO UPDATE SET
-  tokens = CASE WHEN %[2]s >= 1 THEN %[2]s - 1 ELSE %[2]s END,
-  ok = (%[2]s >= 1),
+  tokens = CASE WHEN %[2]s >= %[4]v THEN %[2]s - 1 ELSE %[2]s END,
+  ok = (%[2]s >= %[4]v),
   updated_ms = %[3]s(t.updated_ms, ?2)
-RETURNING tokens, ok`, s.table, refilled, greatest)
+RETURNING tokens, ok`, s.table, refilled, greatest, wholeToken)
+	s.peek = fmt.Sprintf("SELECT tokens, updated_ms FROM %s WHERE bucket = ?", s.table)
 	return s, nil
 }
 
@@ -101,6 +104,14 @@ func (s *SQLLimiter) CreateTable(ctx context.Context) error {
 	return nil
 }
 
+// wholeToken is the level at which a bucket holds a token. It is a billionth short of 1
+// because the refill is floating-point arithmetic: 900000 ms at 1/900000 of a token a
+// millisecond comes to 0.9999999999999999, which would keep a bucket empty for one
+// millisecond past the retry time it gave. A billionth is far above that error, and lets
+// a token through early by a billionth of its refill time: under a millisecond for any
+// limit that refills a token at least every 11 days.
+const wholeToken = 1 - 1e-9
+
 // Allow implements [Limiter].
 func (s *SQLLimiter) Allow(ctx context.Context, key string) (bool, time.Duration, error) {
 	nowMs := s.now().UnixMilli()
@@ -113,6 +124,28 @@ func (s *SQLLimiter) Allow(ctx context.Context, key string) (bool, time.Duration
 		return false, 0, fmt.Errorf("gate: rate limit %s: %w", s.table, err)
 	}
 	if ok {
+		return true, 0, nil
+	}
+	wait := time.Duration((1 - tokens) / ratePerMs * float64(time.Millisecond))
+	return false, roundUpMs(wait), nil
+}
+
+// Peek implements [Peeker] with one read of the key's row: the refill is computed the
+// way [SQLLimiter.Allow] computes it, and nothing is written, so a missing row stays
+// missing (a full bucket).
+func (s *SQLLimiter) Peek(ctx context.Context, key string) (bool, time.Duration, error) {
+	var tokens float64
+	var updated int64
+	err := s.db.QueryRowContext(ctx, s.peek, key).Scan(&tokens, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return true, 0, nil
+	}
+	if err != nil {
+		return false, 0, fmt.Errorf("gate: rate limit %s: %w", s.table, err)
+	}
+	ratePerMs := s.limit.perSecond() / 1000
+	tokens = min(float64(s.limit.Burst), tokens+float64(max(0, s.now().UnixMilli()-updated))*ratePerMs)
+	if tokens >= wholeToken {
 		return true, 0, nil
 	}
 	wait := time.Duration((1 - tokens) / ratePerMs * float64(time.Millisecond))

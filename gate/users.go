@@ -16,11 +16,11 @@ import (
 
 // User is a user to create with [Auth.EnsureUser].
 type User struct {
-	Email    string
-	Password string
-	Tenant   string
-	Scopes   []string
-	Operator bool
+	Email    string   // the sign-in name, stored trimmed and lowercased
+	Password string   // stored only as an argon2id hash
+	Tenant   string   // the user's tenant; empty for a tenant of its own (its id)
+	Scopes   []string // granted scopes; none may be empty or contain white space
+	Operator bool     // an operator of the app (see [engine.Principal])
 }
 
 type userRow struct {
@@ -107,7 +107,9 @@ func checkPassword(pw string) error {
 
 // EnsureUser creates u unless a user with its email exists, and returns the user's id.
 // An existing user is left as it is (its password is not reset), so seeding at every
-// start is safe. It creates the tables first when needed.
+// start is safe. It creates the tables first when needed. Its password hash takes a
+// slot of the hashing bound like any other, but waits for one as long as ctx allows
+// instead of being turned away.
 func (a *Auth) EnsureUser(ctx context.Context, u User) (string, error) {
 	if err := a.Migrate(ctx); err != nil {
 		return "", err
@@ -121,7 +123,7 @@ func (a *Auth) EnsureUser(ctx context.Context, u User) (string, error) {
 	} else if !errors.Is(err, sql.ErrNoRows) {
 		return "", err
 	}
-	row, err := a.createUser(ctx, email, u.Password, u.Tenant, u.Scopes, u.Operator)
+	row, err := a.createUser(ctx, a.hasher.await, email, u.Password, u.Tenant, u.Scopes, u.Operator)
 	if engine.IsCode(err, engine.CodeConflict) {
 		// Another instance seeded it between our read and insert.
 		existing, err := a.userByEmail(ctx, email)
@@ -136,7 +138,10 @@ func (a *Auth) EnsureUser(ctx context.Context, u User) (string, error) {
 	return row.ID, nil
 }
 
-func (a *Auth) createUser(ctx context.Context, email, password, tenant string, scopes []string, operator bool) (*userRow, error) {
+// createUser checks the password and scopes, hashes the password in a slot taken by
+// bounded ([hasher.run] or [hasher.await]) and inserts the user.
+func (a *Auth) createUser(ctx context.Context, bounded func(context.Context, func() error) error,
+	email, password, tenant string, scopes []string, operator bool) (*userRow, error) {
 	if err := checkPassword(password); err != nil {
 		return nil, err
 	}
@@ -145,7 +150,11 @@ func (a *Auth) createUser(ctx context.Context, email, password, tenant string, s
 			return nil, fmt.Errorf("gate: bad scope %q", s)
 		}
 	}
-	hash, err := HashPassword(password, a.cfg.Hash)
+	var hash string
+	err := bounded(ctx, func() (err error) {
+		hash, err = HashPassword(password, a.cfg.Hash)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +191,8 @@ func (a *Auth) userByID(ctx context.Context, id string) (*userRow, error) {
 	return u, err
 }
 
-// SignUp creates a user and returns its first token set. A taken email is a Conflict.
+// SignUp creates a user and returns its first token set. A taken email is a Conflict;
+// a full hashing bound is Unavailable (see [HashBound]).
 func (a *Auth) SignUp(ctx context.Context, email, password string) (TokenSet, error) {
 	e, err := normalEmail(email)
 	if err != nil {
@@ -199,7 +209,7 @@ func (a *Auth) SignUp(ctx context.Context, email, password string) (TokenSet, er
 			return TokenSet{}, err
 		}
 	}
-	u, err := a.createUser(ctx, e, password, tenant, scopes, false)
+	u, err := a.createUser(ctx, a.hasher.run, e, password, tenant, scopes, false)
 	if err != nil {
 		return TokenSet{}, err
 	}
@@ -207,25 +217,50 @@ func (a *Auth) SignUp(ctx context.Context, email, password string) (TokenSet, er
 }
 
 // SignIn checks an email and password and returns a new token set (a new refresh-token
-// family). Any mismatch is Unauthorized, and an unknown email costs the same hashing as
-// a wrong password, so neither the answer nor its timing tells which it was.
+// family). An email that is not an address is a ValidationError; any mismatch is
+// Unauthorized, and an unknown email costs the same hashing as a wrong password, so
+// neither the answer nor its timing tells which it was. An email whose failures are used
+// up is RateLimited before any hashing (see [AuthConfig.FailuresPerEmail]), and a full
+// hashing bound is Unavailable (see [HashBound]).
 func (a *Auth) SignIn(ctx context.Context, email, password string) (TokenSet, error) {
-	e := strings.ToLower(strings.TrimSpace(email))
-	u, err := a.userByEmail(ctx, e)
-	if errors.Is(err, sql.ErrNoRows) {
-		a.dummyOnce.Do(func() { a.dummy, _ = HashPassword("not a password", a.cfg.Hash) })
-		_, _ = VerifyPassword(password, a.dummy)
-		return TokenSet{}, engine.Unauthorized()
-	}
+	// A malformed address belongs to no user (every stored one passed this check), and
+	// saying so costs no hashing and reveals nothing.
+	e, err := normalEmail(email)
 	if err != nil {
+		return TokenSet{}, err
+	}
+	key := failureKey(e)
+	// Peeked before queueing, so a locked email costs no hashing slot.
+	if err := a.failures.locked(ctx, key); err != nil {
+		return TokenSet{}, err
+	}
+	u, err := a.userByEmail(ctx, e)
+	known := err == nil
+	if !known && !errors.Is(err, sql.ErrNoRows) {
 		return TokenSet{}, fmt.Errorf("gate: sign in: %w", err)
 	}
-	ok, err := VerifyPassword(password, u.PasswordHash)
+	err = a.hasher.run(ctx, func() error {
+		// Checked again and counted within the slot, so attempts that queued before
+		// the last allowed failure landed are refused now.
+		if err := a.failures.admit(ctx, key); err != nil {
+			return err
+		}
+		if !known {
+			a.dummyOnce.Do(func() { a.dummy, _ = HashPassword("not a password", a.cfg.Hash) })
+			_, _ = VerifyPassword(password, a.dummy)
+			return a.failures.fail(ctx, key)
+		}
+		ok, err := VerifyPassword(password, u.PasswordHash)
+		if err != nil {
+			return fmt.Errorf("gate: sign in %s: %w", u.ID, err)
+		}
+		if !ok {
+			return a.failures.fail(ctx, key)
+		}
+		return nil
+	})
 	if err != nil {
-		return TokenSet{}, fmt.Errorf("gate: sign in %s: %w", u.ID, err)
-	}
-	if !ok {
-		return TokenSet{}, engine.Unauthorized()
+		return TokenSet{}, err
 	}
 	return a.tokenSet(ctx, u, "")
 }

@@ -15,6 +15,13 @@ import (
 // The auth part: gate.Auth over the app database with the seeded principals of APP.md,
 // all with the password ENGINE_DEMO_PASSWORD. The JWT signing key is ENGINE_JWT_KEY
 // (through the vault) when set.
+//
+// The sign-in edge of APP.md ("The HTTP edge"): sign-up stays off (gate's default, so
+// POST /auth/sign-up/email is 404); sign-in attempts are limited to 30 a minute per
+// client IP, and an email with 5 failures within 15 minutes is refused until the window
+// passes; both counts live in the app database, so every instance on one Postgres draws
+// from the same buckets; password hashing keeps gate's default bound (a hash a core, 3 at
+// most, and callers beyond a short queue answered 503 Unavailable with Retry-After).
 func init() {
 	register("auth", authPart)
 }
@@ -42,7 +49,20 @@ func authPart(ctx context.Context, e *env) (engine.Option, error) {
 			return nil, err
 		}
 	}
-	auth, err := gate.NewAuth(gate.AuthConfig{DB: e.DB, Keys: gate.Keys{Current: gate.Key{Secret: key}}})
+	// Each limit has its own table: a table's Prune assumes one refill rate. The client
+	// IP is the TCP peer; put a gate.TrustedProxy in IPSource when serving behind one.
+	perIP, err := gate.NewSQLLimiter(e.DB, gate.DefaultAttemptsPerIP, gate.WithSQLTable("engine_signin_attempts"))
+	if err != nil {
+		return nil, err
+	}
+	failures, err := gate.NewSQLLimiter(e.DB, gate.DefaultFailuresPerEmail, gate.WithSQLTable("engine_signin_failures"))
+	if err != nil {
+		return nil, err
+	}
+	auth, err := gate.NewAuth(gate.AuthConfig{
+		DB: e.DB, Keys: gate.Keys{Current: gate.Key{Secret: key}},
+		IPSource: gate.RemoteAddr, AttemptsPerIP: perIP, FailuresPerEmail: failures,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -50,6 +70,11 @@ func authPart(ctx context.Context, e *env) (engine.Option, error) {
 		vault.With(v),
 		auth.Option(),
 		engine.OnStart(func(ctx context.Context, _ *engine.App) error {
+			for _, l := range []*gate.SQLLimiter{perIP, failures} {
+				if err := l.CreateTable(ctx); err != nil {
+					return err
+				}
+			}
 			for _, u := range seeded {
 				u.Password = e.Password
 				if _, err := auth.EnsureUser(ctx, u); err != nil {
