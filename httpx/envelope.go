@@ -9,14 +9,19 @@ import (
 // Envelope is the wire form of every flow reply: {data, error, meta?}. Data and Error are
 // raw JSON so the server can encode once and the client can decode into the flow's type.
 type Envelope struct {
-	Data  json.RawMessage `json:"data"`
-	Error *WireError      `json:"error"`
-	Meta  json.RawMessage `json:"meta,omitempty"`
+	// Data is the flow's output on success, JSON null on a failure.
+	Data json.RawMessage `json:"data"`
+	// Error is nil on success.
+	Error *WireError `json:"error"`
+	// Meta is present on some successes only (a list's nextCursor).
+	Meta json.RawMessage `json:"meta,omitempty"`
 }
 
 // WireError is the error object of the envelope: a code and its per-code payload.
 type WireError struct {
-	Code string          `json:"code"`
+	// Code is a declared flow code, a gate code, a framework code or TransportError.
+	Code string `json:"code"`
+	// Data is the code's payload, an object ({} when the code carries none).
 	Data json.RawMessage `json:"data"`
 }
 

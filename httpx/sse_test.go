@@ -3,6 +3,7 @@ package httpx
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -131,12 +132,17 @@ func (t *fakeTimer) Stop() bool {
 	return was
 }
 
-// Advance moves time forward, firing due timers in order, each at its own instant.
+// Advance moves time forward, firing due timers in order, each at its own instant. A
+// timer that keeps re-arming itself for the same instant would make it spin, so it
+// panics after a million firings: far more than any test makes.
 func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	end := c.now.Add(d)
 	c.mu.Unlock()
-	for {
+	for fired := 0; ; fired++ {
+		if fired == 1_000_000 {
+			panic("fakeClock: a timer keeps firing without time passing")
+		}
 		c.mu.Lock()
 		var due []*fakeTimer
 		for _, t := range c.timers {
@@ -155,6 +161,22 @@ func (c *fakeClock) Advance(d time.Duration) {
 		c.now = t.at
 		c.mu.Unlock()
 		t.f()
+	}
+}
+
+// fireStopped runs the functions of the stopped timers, as a real timer that fired just
+// before it was stopped would.
+func (c *fakeClock) fireStopped() {
+	c.mu.Lock()
+	var fs []func()
+	for _, t := range c.timers {
+		if !t.active {
+			fs = append(fs, t.f)
+		}
+	}
+	c.mu.Unlock()
+	for _, f := range fs {
+		f()
 	}
 }
 
@@ -206,6 +228,10 @@ func TestSSEWriterFrameBytes(t *testing.T) {
 			"data: a\ndata: b\ndata: c\n\n"},
 		{"trailing newline keeps an empty line", func(w *SSEWriter) error { return w.WriteEvent(0, []byte("a\n")) },
 			"data: a\ndata: \n\n"},
+		{"bare CR splits", func(w *SSEWriter) error { return w.WriteEvent(0, []byte("a\rid: 9")) },
+			"data: a\ndata: id: 9\n\n"},
+		{"leading bare CR splits", func(w *SSEWriter) error { return w.WriteEvent(0, []byte("\rretry: 1")) },
+			"data: \ndata: retry: 1\n\n"},
 		{"done", func(w *SSEWriter) error { return w.WriteDone() },
 			"data: [DONE]\n\n"},
 		{"comment", func(w *SSEWriter) error { return w.Comment("keep\nalive") },
@@ -218,6 +244,11 @@ func TestSSEWriterFrameBytes(t *testing.T) {
 		{"func line breaks split", func(w *SSEWriter) error {
 			return w.WriteEventFunc(4, func(b []byte) []byte { return append(b, "a\r\nb\nc\r"...) })
 		}, "id: 4\ndata: a\ndata: b\ndata: c\ndata: \n\n"},
+		{"func bare CR splits", func(w *SSEWriter) error {
+			return w.WriteEventFunc(5, func(b []byte) []byte { return append(b, "a\rb"...) })
+		}, "id: 5\ndata: a\ndata: b\n\n"},
+		{"comment bare CR splits", func(w *SSEWriter) error { return w.Comment("a\rdata: b") },
+			": a\n: data: b\n\n"},
 		{"func past the buffer", func(w *SSEWriter) error {
 			return w.WriteEventFunc(0, func(b []byte) []byte { return append(b, strings.Repeat("x", 5000)+"\ny"...) })
 		}, "data: " + strings.Repeat("x", 5000) + "\ndata: y\n\n"},
@@ -272,8 +303,9 @@ func TestSSEWriterCoalescesBursts(t *testing.T) {
 	if rec.flushes != flushes+1 {
 		t.Fatalf("the burst took %d flushes, want 1", rec.flushes-flushes)
 	}
-	// Once a whole window passes without a flush, the next frame goes out at once again.
-	clock.Advance(10 * time.Millisecond)
+	// Once a whole window passes without a flush, exactly, the next frame goes out at
+	// once again.
+	clock.Advance(4 * time.Millisecond)
 	if err := w.WriteEvent(5, []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -377,6 +409,35 @@ func TestSSEWriterNeverLosesTheTail(t *testing.T) {
 	}
 }
 
+// A flush goes out only for bytes not flushed yet: the window's timer after an explicit
+// Flush, a second Flush and Close on a clean stream leave the connection alone.
+func TestSSEWriterFlushesOnlyWhatIsPending(t *testing.T) {
+	t.Parallel()
+	w, rec, clock := newTestSSEWriter(t, SSEOptions{FlushWindow: 4 * time.Millisecond})
+	for id := int64(1); id <= 2; id++ { // the first goes out at once, the second waits
+		if err := w.WriteEvent(id, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if rec.visible() != rec.all() {
+		t.Fatal("Flush left bytes behind")
+	}
+	flushes := rec.flushes
+	clock.Advance(4 * time.Millisecond)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rec.flushes != flushes {
+		t.Fatalf("%d flushes with nothing pending", rec.flushes-flushes)
+	}
+}
+
 func TestSSEWriterNegativeWindowFlushesEveryFrame(t *testing.T) {
 	t.Parallel()
 	w, rec, _ := newTestSSEWriter(t, SSEOptions{FlushWindow: -1})
@@ -421,6 +482,36 @@ func TestSSEWriterHeartbeatOnlyWhenIdle(t *testing.T) {
 	}
 }
 
+// The zero SSEOptions mean the documented defaults: a frame written within
+// DefaultSSEFlushWindow of a flush waits for the window, and DefaultSSEHeartbeat of
+// silence brings a ping.
+func TestSSEWriterDefaults(t *testing.T) {
+	t.Parallel()
+	w, rec, clock := newTestSSEWriter(t, SSEOptions{})
+	one, two := "id: 1\ndata: {}\n\n", "id: 2\ndata: {}\n\n"
+	for id := int64(1); id <= 2; id++ {
+		if err := w.WriteEvent(id, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Advance(DefaultSSEFlushWindow - time.Nanosecond)
+	if got := rec.visible(); got != one {
+		t.Fatalf("client saw %q before the default window passed", got)
+	}
+	clock.Advance(time.Nanosecond)
+	if got := rec.visible(); got != one+two {
+		t.Fatalf("client saw %q once the default window passed", got)
+	}
+	clock.Advance(DefaultSSEHeartbeat - time.Nanosecond)
+	if got := rec.all(); got != one+two {
+		t.Fatalf("pinged before the default heartbeat: %q", got)
+	}
+	clock.Advance(time.Nanosecond)
+	if got := rec.visible(); got != one+two+": ping\n\n" {
+		t.Fatalf("client saw %q, want a ping after the default heartbeat", got)
+	}
+}
+
 func TestSSEWriterHeartbeatOff(t *testing.T) {
 	t.Parallel()
 	_, rec, clock := newTestSSEWriter(t, SSEOptions{Heartbeat: -1})
@@ -453,6 +544,11 @@ func TestSSEWriterClientGone(t *testing.T) {
 			if err := w.Err(); !errors.Is(err, gone) {
 				t.Fatalf("Err() = %v", err)
 			}
+			sent := rec.all()
+			clock.Advance(time.Hour)
+			if got := rec.all(); got != sent {
+				t.Fatalf("timers wrote %q to a broken stream", strings.TrimPrefix(got, sent))
+			}
 			for _, call := range []func() error{
 				func() error { return w.WriteEvent(2, []byte(`{}`)) },
 				w.WriteDone, w.Flush, func() error { return w.Comment("x") }, w.Close,
@@ -461,7 +557,6 @@ func TestSSEWriterClientGone(t *testing.T) {
 					t.Fatalf("later call error = %v, want %v", err, gone)
 				}
 			}
-			clock.Advance(time.Hour) // timers must not touch a broken stream
 		})
 	}
 }
@@ -517,6 +612,27 @@ func TestSSEWriterClosed(t *testing.T) {
 	}
 }
 
+// A real timer can fire just as Close runs and then wait for the lock: when it gets it,
+// the stream is closed and the timer must leave the response alone.
+func TestSSEWriterTimersFiringAfterClose(t *testing.T) {
+	t.Parallel()
+	w, rec, clock := newTestSSEWriter(t, SSEOptions{Heartbeat: 15 * time.Second})
+	for id := int64(1); id <= 2; id++ { // the second arms the flush timer
+		if err := w.WriteEvent(id, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sent, flushes := rec.all(), rec.flushes
+	clock.Advance(time.Hour) // the timers are stopped: nothing fires
+	clock.fireStopped()      // as if both had fired just before Close stopped them
+	if got := rec.all(); got != sent || rec.flushes != flushes {
+		t.Fatalf("timers wrote %q and flushed %d times after Close", strings.TrimPrefix(got, sent), rec.flushes-flushes)
+	}
+}
+
 // plainWriter cannot flush, like a middleware wrapper that hides http.Flusher.
 type plainWriter struct {
 	h    http.Header
@@ -526,6 +642,18 @@ type plainWriter struct {
 func (p *plainWriter) Header() http.Header         { return p.h }
 func (p *plainWriter) Write(b []byte) (int, error) { return p.body.Write(b) }
 func (p *plainWriter) WriteHeader(int)             {}
+
+// refusingWriter says at every flush that it cannot flush, as a wrapper around a writer
+// without http.Flusher does, and counts how often it was asked.
+type refusingWriter struct {
+	plainWriter
+	asked int
+}
+
+func (r *refusingWriter) FlushError() error {
+	r.asked++
+	return fmt.Errorf("wrapped: %w", http.ErrNotSupported)
+}
 
 func TestSSEWriterWithoutFlusher(t *testing.T) {
 	t.Parallel()
@@ -539,5 +667,23 @@ func TestSSEWriterWithoutFlusher(t *testing.T) {
 	}
 	if got := pw.body.String(); got != "id: 1\ndata: {}\n\n" {
 		t.Fatalf("wrote %q", got)
+	}
+}
+
+// Once a writer says it cannot flush, the stream stops asking.
+func TestSSEWriterAsksOnceWhetherItCanFlush(t *testing.T) {
+	t.Parallel()
+	rw := &refusingWriter{plainWriter: plainWriter{h: http.Header{}}}
+	w := NewSSEWriter(rw, SSEOptions{clock: newFakeClock(), FlushWindow: -1})
+	for id := int64(1); id <= 3; id++ {
+		if err := w.WriteEvent(id, []byte(`{}`)); err != nil {
+			t.Fatalf("WriteEvent on a writer that cannot flush: %v", err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rw.asked != 1 {
+		t.Fatalf("asked the writer to flush %d times, want once", rw.asked)
 	}
 }

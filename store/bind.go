@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"reflect"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/bbc28f59/engine"
@@ -57,13 +59,17 @@ type binder[T any] struct {
 	tenCol schema.Safe
 }
 
-// Bind binds the resource's five flows to db. It is an [engine.Option].
+// Bind binds the resource's five flows to db. It is an [engine.Option]: a problem with
+// the resource, its record type or the options is reported by [engine.New].
 func Bind[T any](r *Resource[T], db *bun.DB, opts ...BindOption) engine.Option {
 	b := &binder[T]{r: r, db: db, cfg: bindConfig{now: time.Now}}
 	for _, o := range opts {
 		o(&b.cfg)
 	}
 	err := b.prepare()
+	if r == nil {
+		return engine.InvalidOption(err) // no flows to bind the error to
+	}
 	failing := func(extra []engine.BindOption) []engine.BindOption {
 		if err != nil {
 			return append([]engine.BindOption{engine.InvalidBindOption(err)}, extra...)
@@ -166,22 +172,17 @@ func (b *binder[T]) list(fx *engine.Fx, in Query) ([]T, error) {
 	filters := map[string]any{}
 	cursor := ""
 	var issues []engine.ValidationIssue
-	keys := make([]string, 0, len(in))
-	for k := range in {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	type cond struct {
 		col schema.Safe
 		val any
 	}
 	var conds []cond
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(in)) {
 		v := in[k]
 		switch k {
 		case "limit":
-			n, ok := asInt(v)
-			if !ok || n < 1 || n > MaxLimit {
+			n, ok := asLimit(v)
+			if !ok {
 				issues = append(issues, engine.ValidationIssue{Path: "limit", Message: fmt.Sprintf("must be an integer from 1 to %d", MaxLimit)})
 				continue
 			}
@@ -238,19 +239,30 @@ func (b *binder[T]) list(fx *engine.Fx, in Query) ([]T, error) {
 	return rows, nil
 }
 
-func asInt(v any) (int, bool) {
+// asLimit reads a limit, a whole number from 1 to MaxLimit, in whichever type it was
+// decoded as. The input schema refuses other limits first, but an application may adjust
+// that schema: the query's bound is this check.
+func asLimit(v any) (int, bool) {
+	var f float64
 	switch n := v.(type) {
-	case json.Number:
-		i, err := n.Int64()
-		return int(i), err == nil && i >= -1<<31 && i < 1<<31
 	case float64:
-		return int(n), n == float64(int(n)) && n > -1<<31 && n < 1<<31
+		f = n
+	case json.Number:
+		var err error
+		if f, err = n.Float64(); err != nil {
+			return 0, false
+		}
 	case int:
-		return n, true
+		f = float64(n)
 	case int64:
-		return int(n), n >= -1<<31 && n < 1<<31
+		f = float64(n)
+	default:
+		return 0, false
 	}
-	return 0, false
+	if f != math.Trunc(f) || f < 1 || f > MaxLimit {
+		return 0, false // NaN too: it is not equal to itself
+	}
+	return int(f), true
 }
 
 // convert turns a decoded JSON value into a value of the field's Go type, through JSON so
@@ -290,12 +302,14 @@ func (b *binder[T]) get(fx *engine.Fx, in ID) (T, error) {
 }
 
 // decodeFields checks that every key is writable and decodes the values into a record.
+// Keys are taken in sorted order, so the issues and the columns set come out the same
+// whatever the map's order.
 func (b *binder[T]) decodeFields(in Fields, skip string) (T, []string, error) {
 	var row T
 	var issues []engine.ValidationIssue
 	var present []string
 	body := map[string]any{}
-	for k, v := range in {
+	for _, k := range slices.Sorted(maps.Keys(in)) {
 		if k == skip {
 			continue
 		}
@@ -304,11 +318,10 @@ func (b *binder[T]) decodeFields(in Fields, skip string) (T, []string, error) {
 			issues = append(issues, engine.ValidationIssue{Path: k, Message: "not a writable field"})
 			continue
 		}
-		body[k] = v
+		body[k] = in[k]
 		present = append(present, f.goName)
 	}
 	if len(issues) > 0 {
-		sort.Slice(issues, func(i, j int) bool { return issues[i].Path < issues[j].Path })
 		return row, nil, engine.Invalid(issues...)
 	}
 	raw, err := json.Marshal(body)
@@ -318,7 +331,6 @@ func (b *binder[T]) decodeFields(in Fields, skip string) (T, []string, error) {
 	if err != nil {
 		return row, nil, engine.Invalid(engine.ValidationIssue{Message: err.Error()})
 	}
-	sort.Strings(present)
 	return row, present, nil
 }
 

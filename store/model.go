@@ -51,6 +51,7 @@ func inspect(t reflect.Type) (*model, error) {
 		return nil, fmt.Errorf("record type %v is not a struct", t)
 	}
 	m := &model{typ: t, byJSON: map[string]*field{}}
+	var pk *field // the first field bun marks "pk": the id when no field is tagged id
 	for i := 0; i < t.NumField(); i++ {
 		sf := t.Field(i)
 		if !sf.IsExported() || sf.Type == reflect.TypeFor[bun.BaseModel]() {
@@ -84,17 +85,14 @@ func inspect(t reflect.Type) (*model, error) {
 				return nil, fmt.Errorf("record type %v: field %s: unknown store option %q", t, sf.Name, o)
 			}
 		}
-		if f.id == false && m.id == nil && hasOpt(sf.Tag.Get("bun"), "pk") {
-			f.id = true
-		}
 		if f.id {
 			if m.id != nil {
 				return nil, fmt.Errorf("record type %v: two id fields", t)
 			}
-			if f.typ.Kind() != reflect.String {
-				return nil, fmt.Errorf("record type %v: id field %s must be a string", t, sf.Name)
-			}
 			m.id = f
+		}
+		if pk == nil && hasOpt(sf.Tag.Get("bun"), "pk") {
+			pk = f
 		}
 		if f.tenant {
 			if m.tenant != nil || f.typ.Kind() != reflect.String {
@@ -114,7 +112,14 @@ func inspect(t reflect.Type) (*model, error) {
 		}
 	}
 	if m.id == nil {
+		m.id = pk // decided after every field is seen: an id tag later on wins
+	}
+	if m.id == nil {
 		return nil, errors.New("record type " + t.String() + ` has no id field (tag it store:"id")`)
+	}
+	m.id.id = true
+	if m.id.typ.Kind() != reflect.String {
+		return nil, fmt.Errorf("record type %v: id field %s must be a string", t, m.id.goName)
 	}
 	for _, reserved := range []string{"limit", "cursor"} {
 		if f := m.byJSON[reserved]; f != nil && f.filter {

@@ -24,8 +24,10 @@ import (
 
 // List limits.
 const (
+	// DefaultLimit is the page size of a list called without a limit.
 	DefaultLimit = 20
-	MaxLimit     = 100
+	// MaxLimit is the largest limit a list accepts; a larger one is a ValidationError.
+	MaxLimit = 100
 )
 
 // Query is the input of list: limit, cursor and filter fields. Over REST they are query
@@ -38,18 +40,26 @@ type Fields map[string]any
 
 // ID is the input of get and remove.
 type ID struct {
+	// ID is the record's id, the :id of the path over REST.
 	ID string `json:"id"`
 }
 
 // Resource is a declared store resource over record type T: its five flows.
 type Resource[T any] struct {
+	// Unit is the unit the flows are declared on.
 	Unit *engine.Unit
+	// Base is the HTTP base path, without a trailing slash.
 	Base string
 
-	List   *engine.Flow[Query, []T]
-	Get    *engine.Flow[ID, T]
+	// List is GET Base: a page of records, paged by meta.nextCursor.
+	List *engine.Flow[Query, []T]
+	// Get is GET Base/:id: one record, or NotFound.
+	Get *engine.Flow[ID, T]
+	// Create is POST Base: a new record from its writable fields.
 	Create *engine.Flow[Fields, T]
+	// Update is PATCH Base/:id: the fields given are changed, the others kept.
 	Update *engine.Flow[Fields, T]
+	// Remove is DELETE Base/:id, answered 204.
 	Remove *engine.Flow[ID, engine.NoContent]
 
 	model *model

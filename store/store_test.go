@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,9 +43,19 @@ type Note struct {
 	CreatedAt time.Time `bun:"created_at,notnull" json:"createdAt" store:"created"`
 }
 
+// Label is keyed by a column of the database's uuid type where it has one (Postgres),
+// which refuses to compare with a string that is not a UUID in a form it knows.
+type Label struct {
+	bun.BaseModel `bun:"table:store_test_labels"`
+
+	ID   string `bun:"id,pk,type:uuid" json:"id" store:"id"`
+	Name string `bun:"name,notnull" json:"name"`
+}
+
 var (
 	notesUnit = engine.NewUnit("notes")
 	Notes     = store.Define[Note](notesUnit, "/notes")
+	Labels    = store.Define[Label](engine.NewUnit("labels"), "/labels")
 )
 
 var seq atomic.Int64
@@ -124,6 +135,8 @@ func setup(t *testing.T, be backend) *harness {
 		engine.WithAuthenticator(h.auth),
 		store.Bind(Notes, h.db, store.TenantScoped(), store.CreateTable(),
 			store.ReadGates(gate.Scopes("notes:read")), store.WriteGates(gate.Scopes("notes:write"))),
+		store.Bind(Labels, h.db, store.CreateTable(),
+			store.ReadGates(gate.Scopes("notes:read")), store.WriteGates(gate.Scopes("notes:write"))),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -185,6 +198,38 @@ func (h *harness) rawGet(t *testing.T, path, token string) (int, map[string]any)
 	return resp.StatusCode, env
 }
 
+// envError is the error of an envelope rawGet decoded, as the client reports it.
+func envError(t *testing.T, env map[string]any) *engine.Error {
+	t.Helper()
+	e, _ := env["error"].(map[string]any)
+	if e == nil {
+		return nil
+	}
+	code, _ := e["code"].(string)
+	data, err := json.Marshal(e["data"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &engine.Error{Code: code, Data: json.RawMessage(data)}
+}
+
+// issuePaths lists the paths of a ValidationError's issues, comma-separated.
+func issuePaths(t *testing.T, e *engine.Error) string {
+	t.Helper()
+	if errCode(e) != engine.CodeValidation {
+		t.Fatalf("error = %+v, want a ValidationError", e)
+	}
+	var data engine.ValidationData
+	if err := e.DecodeData(&data); err != nil {
+		t.Fatal(err)
+	}
+	paths := make([]string, len(data.Issues))
+	for i, is := range data.Issues {
+		paths[i] = is.Path
+	}
+	return strings.Join(paths, ",")
+}
+
 func errCode(e *engine.Error) string {
 	if e == nil {
 		return ""
@@ -221,6 +266,18 @@ func TestCRUD(t *testing.T) {
 		up := clientx.Call(ctx, c, Notes.Update, store.Fields{"id": n.ID, "body": "eggs, milk"})
 		if up.Error != nil || up.Data.Title != "groceries" || up.Data.Body != "eggs, milk" {
 			t.Fatalf("partial update = %+v", up)
+		}
+		if same := clientx.Call(ctx, c, Notes.Update, store.Fields{"id": n.ID}); same.Error != nil || same.Data != up.Data {
+			t.Fatalf("update of no field = %+v, want the record unchanged", same)
+		}
+		// Fields on both sides of "id" in key order are all applied.
+		two := clientx.Call(ctx, c, Notes.Update, store.Fields{"body": "bread", "id": n.ID, "pinned": true, "title": "shopping"})
+		if two.Error != nil || two.Data.Body != "bread" || !two.Data.Pinned || two.Data.Title != "shopping" || two.Data.ID != n.ID {
+			t.Fatalf("update of three fields = %+v", two)
+		}
+		bad := clientx.Call(ctx, c, Notes.Create, store.Fields{"title": "x", "body": "y", "zeta": 1, "alpha": 2, "views": 3})
+		if got := issuePaths(t, bad.Error); got != "alpha,views,zeta" {
+			t.Errorf("create with three bad fields: issues at %s, want them all, sorted", got)
 		}
 		for name, fields := range map[string]store.Fields{
 			"readonly field": {"id": n.ID, "views": 5},
@@ -347,8 +404,9 @@ func TestPagination(t *testing.T) {
 					t.Fatalf("limit %d: gap at %s", limit, id)
 				}
 			}
-			if wantPages := (len(want) + limit - 1) / limit; pages != wantPages && pages != wantPages+1 {
-				t.Fatalf("limit %d: %d pages", limit, pages)
+			// 900 rows make nine full pages of 100: the last one has no next cursor.
+			if wantPages := (len(want) + limit - 1) / limit; pages != wantPages {
+				t.Fatalf("limit %d: %d pages, want %d", limit, pages, wantPages)
 			}
 		}
 		// Default limit, and a filter kept across pages.
@@ -387,72 +445,6 @@ func TestPagination(t *testing.T) {
 	})
 }
 
-func TestHostileListQueries(t *testing.T) {
-	forEach(t, func(t *testing.T, h *harness) {
-		ctx := context.Background()
-		c := h.as(t, "alice", "t1", "notes:read", "notes:write")
-		for i := range 3 {
-			if r := clientx.Call(ctx, c, Notes.Create, store.Fields{"title": fmt.Sprint("t", i), "body": "b", "pinned": i == 2}); r.Error != nil {
-				t.Fatal(r.Error)
-			}
-		}
-		before := h.count(t)
-		tok := h.token(t, "t1")
-		for _, tc := range []struct {
-			name, query string
-			status      int
-			rows        int
-		}{
-			{"limit over max", "limit=101", 400, 0},
-			{"huge limit", "limit=99999999999999999999", 400, 0},
-			{"negative limit", "limit=-1", 400, 0},
-			{"zero limit", "limit=0", 400, 0},
-			{"float limit", "limit=2.5", 400, 0},
-			{"sql in limit", "limit=" + url.QueryEscape("1; DROP TABLE store_test_notes"), 400, 0},
-			{"garbage cursor", "cursor=%25%25%25", 400, 0},
-			{"sql cursor", "cursor=" + url.QueryEscape("' OR 1=1 --"), 400, 0},
-			{"base64 junk cursor", "cursor=" + "djEuMS4y", 400, 0},
-			{"quote in filter", "title=" + url.QueryEscape("' OR '1'='1"), 200, 0},
-			{"sql in filter", "title=" + url.QueryEscape("t0'; DELETE FROM store_test_notes; --"), 200, 0},
-			{"bad boolean", "pinned=" + url.QueryEscape("1 OR 1=1"), 400, 0},
-			{"two limits", "limit=1&limit=2", 400, 0},
-			{"undeclared field ignored", "body=b&tenant=t2", 200, 3},
-			{"plain filter", "title=t1", 200, 1},
-			{"boolean filter", "pinned=true", 200, 1},
-			{"two filters", "pinned=true&title=t1", 200, 0},
-		} {
-			status, env := h.rawGet(t, "/notes?"+tc.query, tok)
-			if status != tc.status {
-				t.Errorf("%s: status %d, want %d: %v", tc.name, status, tc.status, env)
-				continue
-			}
-			if status == 400 {
-				e, _ := env["error"].(map[string]any)
-				data, _ := e["data"].(map[string]any)
-				if e["code"] != engine.CodeValidation || data["message"] == "" {
-					t.Errorf("%s: %v", tc.name, env)
-				}
-			} else if rows, _ := env["data"].([]any); len(rows) != tc.rows {
-				t.Errorf("%s: %d rows, want %d", tc.name, len(rows), tc.rows)
-			}
-			if n := h.count(t); n != before {
-				t.Fatalf("%s: row count %d, want %d", tc.name, n, before)
-			}
-		}
-		// Over RPC, undeclared list fields are refused rather than ignored.
-		rpc, err := clientx.New(h.srv.URL, clientx.WithAuth(clientx.Auth{GetToken: func(context.Context) (string, error) { return tok, nil }}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := rpc.Call(ctx, "notes.list", map[string]any{"tenant": "t2"}); errCode(r.Error) != engine.CodeValidation {
-			t.Errorf("RPC list with tenant filter: %+v", r.Error)
-		}
-		if r := rpc.Call(ctx, "notes.list", map[string]any{"limit": 1e300}); errCode(r.Error) != engine.CodeValidation {
-			t.Errorf("RPC list with a huge limit: %+v", r.Error)
-		}
-	})
-}
-
 func TestDefineAndBindErrors(t *testing.T) {
 	t.Parallel()
 	type noID struct {
@@ -467,17 +459,132 @@ func TestDefineAndBindErrors(t *testing.T) {
 	type noTenant struct {
 		ID string `bun:"id,pk" json:"id"`
 	}
+	type twoTenants struct {
+		ID string `bun:"id,pk" json:"id"`
+		A  string `json:"a" store:"tenant"`
+		B  string `json:"b" store:"tenant"`
+	}
+	type intTenant struct {
+		ID     string `bun:"id,pk" json:"id"`
+		Tenant int    `json:"-" store:"tenant"`
+	}
+	type notAColumn struct {
+		ID    string `bun:"id,pk" json:"id"`
+		Extra string `bun:"-" json:"extra"`
+	}
+	type limitFilter struct {
+		ID    string `bun:"id,pk" json:"id"`
+		Limit int    `json:"limit" store:"filter"`
+	}
 	db := backends[0].open(t)
-	u := engine.NewUnit("bad")
-	for name, opt := range map[string]engine.Option{
-		"no id":     store.Bind(store.Define[noID](engine.NewUnit("a"), "/a"), db),
-		"int id":    store.Bind(store.Define[intID](engine.NewUnit("b"), "/b"), db),
-		"bad tag":   store.Bind(store.Define[badTag](engine.NewUnit("c"), "/c"), db),
-		"no tenant": store.Bind(store.Define[noTenant](u, "/d"), db, store.TenantScoped()),
-		"nil db":    store.Bind(store.Define[noTenant](engine.NewUnit("e"), "/e"), nil),
+	cases := []struct {
+		name string
+		opt  engine.Option
+		want string // in New's error
+	}{
+		{"no id", store.Bind(store.Define[noID](engine.NewUnit("a"), "/a"), db), "has no id field"},
+		{"int id", store.Bind(store.Define[intID](engine.NewUnit("b"), "/b"), db), "id field ID must be a string"},
+		{"bad tag", store.Bind(store.Define[badTag](engine.NewUnit("c"), "/c"), db), `unknown store option "bogus"`},
+		{"no tenant", store.Bind(store.Define[noTenant](engine.NewUnit("d"), "/d"), db, store.TenantScoped()), `no field tagged store:"tenant"`},
+		{"nil db", store.Bind(store.Define[noTenant](engine.NewUnit("e"), "/e"), nil), "nil db"},
+		{"two tenants", store.Bind(store.Define[twoTenants](engine.NewUnit("f"), "/f"), db), "one string tenant field at most"},
+		{"int tenant", store.Bind(store.Define[intTenant](engine.NewUnit("g"), "/g"), db), "one string tenant field at most"},
+		{"nil resource", store.Bind[noTenant](nil, db), "nil resource"},
+		{"field without a column", store.Bind(store.Define[notAColumn](engine.NewUnit("h"), "/h"), db), "field Extra of store_test.notAColumn is not a bun column"},
+		{"limit as a filter", store.Bind(store.Define[limitFilter](engine.NewUnit("i"), "/i"), db), `"limit" is a list parameter and cannot be a filter`},
+	}
+	for _, tc := range cases {
+		// An authenticator, so the app has nothing else to refuse.
+		_, err := engine.New(engine.WithAuthenticator(nobody{}), tc.opt)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: New error = %v, want one saying %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// nobody authenticates no one.
+type nobody struct{}
+
+func (nobody) Authenticate(*http.Request) (*engine.Principal, error) { return nil, nil }
+
+// TestBindOptions checks the options a test or a deployment sets: the created clock, a
+// nil clock meaning the real one, and tables left alone without CreateTable.
+func TestBindOptions(t *testing.T) {
+	forEach(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		fixed := time.Date(2026, 3, 4, 5, 6, 7, 891011000, time.UTC)
+		for _, tc := range []struct {
+			name  string
+			clock func() time.Time
+			check func(time.Time) bool
+		}{
+			{"fixed clock", func() time.Time { return fixed }, func(c time.Time) bool { return c.Equal(fixed) }},
+			{"nil clock is the real one", nil, func(c time.Time) bool { return !c.IsZero() }},
+		} {
+			u := engine.NewUnit("clocked")
+			res := store.Define[Note](u, "/clocked")
+			app, err := engine.New(engine.WithAuthenticator(h.auth), store.Bind(res, h.db, store.TenantScoped(), store.WithClock(tc.clock)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(app.Handler())
+			tok := h.token(t, "t1")
+			c, err := clientx.ForApp(app, srv.URL, clientx.WithAuth(clientx.Auth{GetToken: func(context.Context) (string, error) { return tok, nil }}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := clientx.Call(ctx, c, res.Create, store.Fields{"title": "x", "body": "y"})
+			srv.Close()
+			if r.Error != nil || !tc.check(r.Data.CreatedAt) {
+				t.Errorf("%s: created = %+v", tc.name, r)
+			}
+		}
+
+		type Unmade struct {
+			bun.BaseModel `bun:"table:store_test_unmade"`
+			ID            string `bun:"id,pk" json:"id"`
+		}
+		app, err := engine.New(engine.WithAuthenticator(h.auth),
+			store.Bind(store.Define[Unmade](engine.NewUnit("unmade"), "/unmade"), h.db))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := app.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.db.NewSelect().Model((*Unmade)(nil)).Count(ctx); err == nil {
+			t.Fatal("Bind without CreateTable created the table")
+		}
+	})
+}
+
+// The input schemas published for the five flows offer what each flow takes: the
+// writable fields (the created, readonly, tenant and id fields are the server's), the
+// filters, and the id.
+func TestInputSchemas(t *testing.T) {
+	t.Parallel()
+	keys := func(f interface{ Def() *engine.FlowDef }) (props, required string) {
+		s := f.Def().InputSchema()
+		var names []string
+		for k := range s.Properties {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		return strings.Join(names, ","), strings.Join(s.Required, ",")
+	}
+	for _, tc := range []struct {
+		flow            interface{ Def() *engine.FlowDef }
+		props, required string
+	}{
+		{Notes.List, "cursor,limit,pinned,title", ""},
+		{Notes.Get, "id", "id"},
+		{Notes.Create, "body,pinned,title", "title,body"},
+		{Notes.Update, "body,id,pinned,title", "id"},
+		{Notes.Remove, "id", "id"},
 	} {
-		if _, err := engine.New(opt); err == nil {
-			t.Errorf("%s: New accepted it", name)
+		props, required := keys(tc.flow)
+		if props != tc.props || required != tc.required {
+			t.Errorf("%s: properties %s, required %s; want %s and %s", tc.flow.Def().ID(), props, required, tc.props, tc.required)
 		}
 	}
 }

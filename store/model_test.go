@@ -1,0 +1,162 @@
+package store
+
+import (
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/uptrace/bun"
+)
+
+// The id is the field tagged store:"id" wherever it is, and without one the first field
+// bun marks "pk".
+func TestInspectFindsTheID(t *testing.T) {
+	t.Parallel()
+	type pkOnly struct {
+		Key string `bun:"key,pk"`
+	}
+	type idAfterPK struct {
+		Seq int64  `bun:"seq,pk,autoincrement"`
+		Key string `store:"id"`
+	}
+	type idBeforePK struct {
+		Key string `store:"id"`
+		Seq int64  `bun:"seq,pk,autoincrement"`
+	}
+	type twoPKs struct {
+		Key   string `bun:"key,pk"`
+		Other string `bun:"other,pk"`
+	}
+	type idAndPK struct {
+		Key string `bun:"key,pk" store:"id"`
+	}
+	type twoIDs struct {
+		Key   string `store:"id"`
+		Other string `store:"id"`
+	}
+	type intPK struct {
+		Key int64 `bun:"key,pk"`
+	}
+	type none struct {
+		Key string `bun:"key"`
+	}
+	cases := []struct {
+		typ reflect.Type
+		id  string // the id field's Go name, or
+		err string // the error it gives
+	}{
+		{reflect.TypeFor[pkOnly](), "Key", ""},
+		{reflect.TypeFor[idAfterPK](), "Key", ""},
+		{reflect.TypeFor[idBeforePK](), "Key", ""},
+		{reflect.TypeFor[twoPKs](), "Key", ""},
+		{reflect.TypeFor[idAndPK](), "Key", ""},
+		{reflect.TypeFor[twoIDs](), "", "two id fields"},
+		{reflect.TypeFor[intPK](), "", "id field Key must be a string"},
+		{reflect.TypeFor[none](), "", "has no id field"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.typ.Name(), func(t *testing.T) {
+			t.Parallel()
+			m, err := inspect(tc.typ)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error = %v, want one saying %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.id.goName != tc.id || !m.id.id || m.id.writable() {
+				t.Fatalf("id = %s (id %v, writable %v), want %s", m.id.goName, m.id.id, m.id.writable(), tc.id)
+			}
+			for _, f := range m.fields {
+				if f.id != (f == m.id) {
+					t.Fatalf("field %s is marked id %v", f.goName, f.id)
+				}
+			}
+		})
+	}
+}
+
+// Which fields a record exposes: unexported fields, bun.BaseModel and fields without a
+// JSON name are left out, wherever they stand, except the tenant, which is kept but
+// never addressed by name; a field without a json tag goes by its Go name.
+func TestInspectFields(t *testing.T) {
+	t.Parallel()
+	type record struct {
+		bun.BaseModel `bun:"table:records"`
+
+		//lint:ignore U1000 the field is here for inspect to leave out
+		hidden string
+		Secret string `json:"-"`
+		ID     string `json:"id,omitempty" store:"id"`
+		Tenant string `json:"-" store:"tenant"`
+		Plain  int
+		Title  string `json:"title" store:" filter , readonly "`
+	}
+	m, err := inspect(reflect.TypeFor[record]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range m.fields {
+		names = append(names, f.goName+":"+f.jsonName)
+	}
+	if got := strings.Join(names, ","); got != "ID:id,Tenant:-,Plain:Plain,Title:title" {
+		t.Fatalf("fields %s", got)
+	}
+	var byJSON []string
+	for name := range m.byJSON {
+		byJSON = append(byJSON, name)
+	}
+	sort.Strings(byJSON)
+	if got := strings.Join(byJSON, ","); got != "Plain,id,title" {
+		t.Fatalf("fields by JSON name %s", got)
+	}
+	if m.tenant == nil || m.tenant.goName != "Tenant" || m.id.goName != "ID" {
+		t.Fatalf("tenant %+v, id %+v", m.tenant, m.id)
+	}
+	if title := m.byJSON["title"]; !title.filter || !title.readonly || title.writable() {
+		t.Fatalf("title %+v: options with spaces not read", title)
+	}
+	if !m.byJSON["Plain"].writable() {
+		t.Fatal("a plain field is not writable")
+	}
+}
+
+func TestInspectRefuses(t *testing.T) {
+	t.Parallel()
+	type Embedded struct{ X string }
+	type embeds struct {
+		ID string `store:"id"`
+		Embedded
+	}
+	type intCreated struct {
+		ID      string `store:"id"`
+		Created int64  `store:"created"`
+	}
+	type tenantFilter struct {
+		ID     string `store:"id"`
+		Tenant string `store:"tenant,filter"`
+	}
+	type cursorFilter struct {
+		ID     string `store:"id"`
+		Cursor string `json:"cursor" store:"filter"`
+	}
+	for _, tc := range []struct {
+		typ reflect.Type
+		err string
+	}{
+		{reflect.TypeFor[string](), "record type string is not a struct"},
+		{reflect.TypeFor[embeds](), "embedded field Embedded is not supported"},
+		{reflect.TypeFor[intCreated](), "created field Created must be a time.Time"},
+		{reflect.TypeFor[tenantFilter](), "the tenant field cannot be a filter"},
+		{reflect.TypeFor[cursorFilter](), `"cursor" is a list parameter and cannot be a filter`},
+	} {
+		if _, err := inspect(tc.typ); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%v: error = %v, want one saying %q", tc.typ, err, tc.err)
+		}
+	}
+}
