@@ -93,7 +93,7 @@ func TestSignUpCountsAsAttempt(t *testing.T) {
 
 func mustMemoryLimiter(t testing.TB, l gate.Limit, now func() time.Time) *gate.MemoryLimiter {
 	t.Helper()
-	m, err := gate.NewMemoryLimiter(l, gate.WithLimiterClock(now))
+	m, err := gate.NewMemoryLimiter(l, gate.WithNow(now))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -239,7 +239,7 @@ func orDefault(l Limiter, def Limit, now func() time.Time) (Limiter, error) {
 	if l != nil {
 		return l, nil
 	}
-	m, err := NewMemoryLimiter(def, WithLimiterClock(now))
+	m, err := NewMemoryLimiter(def, WithNow(now))
 	if err != nil {
 		return nil, err
 	}

@@ -246,7 +246,7 @@ func TestClientIP(t *testing.T) {
 func TestRateLimitInProcess(t *testing.T) {
 	t.Parallel()
 	clock := newClock()
-	lim, err := gate.NewMemoryLimiter(gate.Limit{Events: 2, Per: time.Hour}, gate.WithLimiterClock(clock.Now))
+	lim, err := gate.NewMemoryLimiter(gate.Limit{Events: 2, Per: time.Hour}, gate.WithNow(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

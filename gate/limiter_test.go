@@ -21,7 +21,7 @@ func limiters(t *testing.T, l gate.Limit, clock *fakeClock) map[string]func(t *t
 		return func(t *testing.T) gate.Limiter {
 			db := open(t)
 			table := fmt.Sprintf("rl_test_%d_%d", time.Now().UnixNano()%1e9, tableSeq.Add(1))
-			s, err := gate.NewSQLLimiter(db, l, gate.WithSQLTable(table), gate.WithSQLClock(clock.Now))
+			s, err := gate.NewSQLLimiter(db, l, gate.WithTable(table), gate.WithNow(clock.Now))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -34,7 +34,7 @@ func limiters(t *testing.T, l gate.Limit, clock *fakeClock) map[string]func(t *t
 	}
 	return map[string]func(t *testing.T) gate.Limiter{
 		"memory": func(t *testing.T) gate.Limiter {
-			m, err := gate.NewMemoryLimiter(l, gate.WithLimiterClock(clock.Now))
+			m, err := gate.NewMemoryLimiter(l, gate.WithNow(clock.Now))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -214,7 +214,7 @@ func TestLimiters(t *testing.T) {
 func TestMemoryLimiterEvictsIdleBuckets(t *testing.T) {
 	t.Parallel()
 	clock := newClock()
-	m, err := gate.NewMemoryLimiter(gate.Limit{Events: 10, Per: time.Minute}, gate.WithLimiterClock(clock.Now))
+	m, err := gate.NewMemoryLimiter(gate.Limit{Events: 10, Per: time.Minute}, gate.WithNow(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestLimitValidation(t *testing.T) {
 func TestSQLLimiterPrune(t *testing.T) {
 	t.Parallel()
 	clock := newClock()
-	s, err := gate.NewSQLLimiter(openSQLite(t), gate.Limit{Events: 10, Per: time.Minute}, gate.WithSQLClock(clock.Now))
+	s, err := gate.NewSQLLimiter(openSQLite(t), gate.Limit{Events: 10, Per: time.Minute}, gate.WithNow(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestSQLLimiterPrune(t *testing.T) {
 func TestMemoryLimiterKeepsBucketsUntilRefilled(t *testing.T) {
 	t.Parallel()
 	clock := newClock()
-	m, err := gate.NewMemoryLimiter(gate.Limit{Events: 1, Per: time.Minute}, gate.WithLimiterClock(clock.Now))
+	m, err := gate.NewMemoryLimiter(gate.Limit{Events: 1, Per: time.Minute}, gate.WithNow(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,5 +323,16 @@ func TestMemoryLimiterKeepsBucketsUntilRefilled(t *testing.T) {
 	}
 	if m.Len() != 2 {
 		t.Fatalf("%d buckets, want k and other", m.Len())
+	}
+}
+
+// One option type serves both limiters; the SQL table makes no sense in memory, and
+// saying so beats ignoring it.
+func TestMemoryLimiterRefusesATable(t *testing.T) {
+	if _, err := gate.NewMemoryLimiter(gate.Limit{Events: 1, Per: time.Second}, gate.WithTable("t")); err == nil {
+		t.Fatal("NewMemoryLimiter took WithTable")
+	}
+	if _, err := gate.NewMemoryLimiter(gate.Limit{Events: 1, Per: time.Second}, gate.WithNow(time.Now)); err != nil {
+		t.Fatal(err)
 	}
 }

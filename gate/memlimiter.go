@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -28,29 +29,21 @@ type memBucket struct {
 	seen time.Time
 }
 
-// MemoryOption configures a [MemoryLimiter].
-type MemoryOption func(*MemoryLimiter)
-
-// WithLimiterClock sets the clock (tests use a fake one to refill buckets without
-// waiting).
-func WithLimiterClock(now func() time.Time) MemoryOption {
-	return func(m *MemoryLimiter) {
-		if now != nil {
-			m.now = now
-		}
-	}
-}
-
-// NewMemoryLimiter returns an in-memory limiter applying l to every key.
-func NewMemoryLimiter(l Limit, opts ...MemoryOption) (*MemoryLimiter, error) {
+// NewMemoryLimiter returns an in-memory limiter applying l to every key. Of the
+// [LimiterOption]s it takes [WithNow].
+func NewMemoryLimiter(l Limit, opts ...LimiterOption) (*MemoryLimiter, error) {
 	l, err := l.validate()
 	if err != nil {
 		return nil, err
 	}
-	m := &MemoryLimiter{limit: l, now: time.Now, buckets: map[string]*memBucket{}}
+	c := limiterConfig{now: time.Now}
 	for _, o := range opts {
-		o(m)
+		o(&c)
 	}
+	if c.table != "" {
+		return nil, errors.New("gate.NewMemoryLimiter: WithTable is for SQL limiters")
+	}
+	m := &MemoryLimiter{limit: l, now: c.now, buckets: map[string]*memBucket{}}
 	// A bucket idle for this long has refilled completely, so forgetting it changes no
 	// decision: a new bucket starts full too.
 	m.idle = time.Duration(float64(l.Burst) / l.perSecond() * float64(time.Second))

@@ -150,7 +150,7 @@ func setup(t testing.TB, with ...func(*gate.AuthConfig)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.lim, err = gate.NewMemoryLimiter(gate.Limit{Events: 5, Per: time.Minute}, gate.WithLimiterClock(h.clock.Now))
+	h.lim, err = gate.NewMemoryLimiter(gate.Limit{Events: 5, Per: time.Minute}, gate.WithNow(h.clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

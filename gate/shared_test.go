@@ -82,7 +82,7 @@ func sharedInstance(t *testing.T, db *bun.DB, clock *fakeClock, perIP gate.Limit
 	t.Helper()
 	ctx := context.Background()
 	limiter := func(l gate.Limit, table string) *gate.SQLLimiter {
-		s, err := gate.NewSQLLimiter(db, l, gate.WithSQLTable(table), gate.WithSQLClock(clock.Now))
+		s, err := gate.NewSQLLimiter(db, l, gate.WithTable(table), gate.WithNow(clock.Now))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,25 +31,31 @@ type SQLLimiter struct {
 
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 
-// SQLOption configures an [SQLLimiter].
-type SQLOption func(*SQLLimiter)
+// LimiterOption configures a limiter built by [NewMemoryLimiter] or [NewSQLLimiter].
+type LimiterOption func(*limiterConfig)
 
-// WithSQLTable sets the table name (default engine_rate_limits). Limiters with different
-// limits need different tables, or keys that never collide.
-func WithSQLTable(name string) SQLOption { return func(s *SQLLimiter) { s.table = name } }
+type limiterConfig struct {
+	now   func() time.Time
+	table string
+}
 
-// WithSQLClock sets the clock, for tests.
-func WithSQLClock(now func() time.Time) SQLOption {
-	return func(s *SQLLimiter) {
+// WithNow sets the limiter's clock (default time.Now); tests pass a fake one to refill
+// buckets without waiting.
+func WithNow(now func() time.Time) LimiterOption {
+	return func(c *limiterConfig) {
 		if now != nil {
-			s.now = now
+			c.now = now
 		}
 	}
 }
 
+// WithTable sets an SQL limiter's table (default engine_rate_limits). Limiters with
+// different limits need different tables, or keys that never collide.
+func WithTable(name string) LimiterOption { return func(c *limiterConfig) { c.table = name } }
+
 // NewSQLLimiter returns a database-backed limiter applying l to every key. Call
 // [SQLLimiter.CreateTable] once (for example from [engine.OnStart]) before use.
-func NewSQLLimiter(db *bun.DB, l Limit, opts ...SQLOption) (*SQLLimiter, error) {
+func NewSQLLimiter(db *bun.DB, l Limit, opts ...LimiterOption) (*SQLLimiter, error) {
 	if db == nil {
 		return nil, errors.New("gate.NewSQLLimiter: nil db")
 	}
@@ -57,10 +63,11 @@ func NewSQLLimiter(db *bun.DB, l Limit, opts ...SQLOption) (*SQLLimiter, error) 
 	if err != nil {
 		return nil, err
 	}
-	s := &SQLLimiter{db: db, table: "engine_rate_limits", limit: l, now: time.Now}
+	c := limiterConfig{now: time.Now, table: "engine_rate_limits"}
 	for _, o := range opts {
-		o(s)
+		o(&c)
 	}
+	s := &SQLLimiter{db: db, table: c.table, limit: l, now: c.now}
 	if !tableName.MatchString(s.table) {
 		return nil, fmt.Errorf("gate.NewSQLLimiter: bad table name %q", s.table)
 	}

@@ -19,7 +19,7 @@ import (
 )
 
 // The flag has its own name so it cannot clash with other golden tests in this package.
-var updateSSE = flag.Bool("update-sse", false, "rewrite the SSE transcripts under testdata/sse")
+var update = flag.Bool("update", false, "rewrite the SSE transcripts under testdata/sse")
 
 // sampleRuns are small run streams as the engine sends them: every rule of the Events
 // section in order, stored-row ids, and the final [DONE].
@@ -102,7 +102,7 @@ func TestSSESampleRunsGoldenAndAGUIVerified(t *testing.T) {
 			got := writeRun(t, events)
 			path := filepath.Join("testdata", "sse", name)
 			want, err := os.ReadFile(path)
-			if *updateSSE || os.IsNotExist(err) {
+			if *update || os.IsNotExist(err) {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 					t.Fatal(err)
 				}
@@ -113,7 +113,7 @@ func TestSSESampleRunsGoldenAndAGUIVerified(t *testing.T) {
 			} else if err != nil {
 				t.Fatal(err)
 			} else if !bytes.Equal(got, want) {
-				t.Fatalf("%s differs from what the writer produces (run with -update-sse after checking):\n got %s\nwant %s", path, got, want)
+				t.Fatalf("%s differs from what the writer produces (run with -update after checking):\n got %s\nwant %s", path, got, want)
 			}
 			// The transcript reads back as the same events.
 			r := httpx.NewSSEReader(bytes.NewReader(got))

@@ -47,8 +47,8 @@ func TenantScoped() BindOption { return func(c *bindConfig) { c.tenant = true } 
 // CreateTable creates the table (and its tenant index) at start when missing.
 func CreateTable() BindOption { return func(c *bindConfig) { c.createTable = true } }
 
-// WithClock sets the clock of created fields, for tests.
-func WithClock(now func() time.Time) BindOption { return func(c *bindConfig) { c.now = now } }
+// WithNow sets the clock of created fields (default time.Now), for tests.
+func WithNow(now func() time.Time) BindOption { return func(c *bindConfig) { c.now = now } }
 
 type binder[T any] struct {
 	r      *Resource[T]

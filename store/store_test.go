@@ -523,7 +523,7 @@ func TestBindOptions(t *testing.T) {
 		} {
 			u := engine.NewUnit("clocked")
 			res := store.Define[Note](u, "/clocked")
-			app, err := engine.New(engine.WithAuthenticator(h.auth), store.Bind(res, h.db, store.TenantScoped(), store.WithClock(tc.clock)))
+			app, err := engine.New(engine.WithAuthenticator(h.auth), store.Bind(res, h.db, store.TenantScoped(), store.WithNow(tc.clock)))
 			if err != nil {
 				t.Fatal(err)
 			}

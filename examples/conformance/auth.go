@@ -51,11 +51,11 @@ func authPart(ctx context.Context, e *env) (engine.Option, error) {
 	}
 	// Each limit has its own table: a table's Prune assumes one refill rate. The client
 	// IP is the TCP peer; put a gate.TrustedProxy in IPSource when serving behind one.
-	perIP, err := gate.NewSQLLimiter(e.DB, gate.DefaultAttemptsPerIP, gate.WithSQLTable("engine_signin_attempts"))
+	perIP, err := gate.NewSQLLimiter(e.DB, gate.DefaultAttemptsPerIP, gate.WithTable("engine_signin_attempts"))
 	if err != nil {
 		return nil, err
 	}
-	failures, err := gate.NewSQLLimiter(e.DB, gate.DefaultFailuresPerEmail, gate.WithSQLTable("engine_signin_failures"))
+	failures, err := gate.NewSQLLimiter(e.DB, gate.DefaultFailuresPerEmail, gate.WithTable("engine_signin_failures"))
 	if err != nil {
 		return nil, err
 	}

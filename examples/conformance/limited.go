@@ -24,7 +24,7 @@ func init() {
 		// Buckets live in the app database, so instances sharing one Postgres share
 		// the limit. The client IP is the TCP peer: put a gate.TrustedProxy here when
 		// serving behind a proxy.
-		lim, err := gate.NewSQLLimiter(e.DB, gate.Limit{Events: 5, Per: time.Minute}, gate.WithSQLTable("engine_rate_limits"))
+		lim, err := gate.NewSQLLimiter(e.DB, gate.Limit{Events: 5, Per: time.Minute}, gate.WithTable("engine_rate_limits"))
 		if err != nil {
 			return nil, err
 		}
