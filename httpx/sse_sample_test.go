@@ -18,7 +18,7 @@ import (
 	"github.com/bbc28f59/engine/httpx"
 )
 
-// The flag has its own name so it cannot clash with other golden tests in this package.
+// update rewrites the golden SSE transcripts under testdata/sse: go test ./httpx/ -update
 var update = flag.Bool("update", false, "rewrite the SSE transcripts under testdata/sse")
 
 // sampleRuns are small run streams as the engine sends them: every rule of the Events
