@@ -28,7 +28,7 @@ type Meta struct {
 	// NextCursor is meta.nextCursor, the cursor of the next page of a list, or "".
 	NextCursor string
 	// Parked is meta.parked: the flow is durable and its run parked awaiting a decision
-	// (engine.Park). The reply is then 202 Accepted with no data and no error, so the
+	// (durable.Park). The reply is then 202 Accepted with no data and no error, so the
 	// result is OK with a zero Data. The run resumes once decided, and its output is not
 	// sent to this caller: an application that parks exposes the decision and the
 	// outcome through flows of its own, keyed by RunID. (A streamed agent run that parks
