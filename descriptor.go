@@ -14,6 +14,16 @@ type Descriptor struct {
 	Version int              `json:"version"`
 	RPC     string           `json:"rpc"`
 	Units   []DescriptorUnit `json:"units"`
+	// Server lists the flows bound with [ServerOnly]: information for operators, never
+	// routes a client can call.
+	Server []DescriptorServerFlow `json:"server,omitempty"`
+}
+
+// DescriptorServerFlow is a flow only server code runs, in the [Descriptor].
+type DescriptorServerFlow struct {
+	ID          string         `json:"id"`
+	Description string         `json:"description,omitempty"`
+	Tags        map[string]any `json:"tags,omitempty"`
 }
 
 // DescriptorUnit is a unit in the [Descriptor].
@@ -50,6 +60,10 @@ func (a *App) Descriptor() Descriptor {
 	byUnit := map[string]int{}
 	for _, def := range a.Flows() {
 		b := a.bindings[def.ID()]
+		if b.serverOnly {
+			d.Server = append(d.Server, DescriptorServerFlow{ID: def.ID(), Description: def.descr, Tags: b.tags})
+			continue
+		}
 		i, ok := byUnit[def.unit]
 		if !ok {
 			i = len(d.Units)

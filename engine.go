@@ -205,7 +205,7 @@ func (a *App) checkConfig() error {
 		return nil
 	}
 	for _, b := range a.order {
-		if !b.def.public {
+		if !b.def.public && !b.serverOnly {
 			return fmt.Errorf("engine: flow %s is gated (not engine.Public()) but the app has no authenticator, so every call of it would be Unauthorized: add one (engine.WithAuthenticator, gate.Auth's Option) or declare the flow engine.Public()", b.def.ID())
 		}
 	}
@@ -220,6 +220,9 @@ func (a *App) Logger() *slog.Logger { return a.logger }
 func (a *App) Routes() Routes {
 	r := Routes{}
 	for _, b := range a.order {
+		if b.serverOnly {
+			continue
+		}
 		r.add(b.def)
 	}
 	return r
@@ -336,15 +339,27 @@ func Tag(key string, value any) BindOption {
 	}
 }
 
+// ServerOnly binds a flow that only server code runs (a scheduled flow, an internal job):
+// it gets no route, RPC or REST, so a client calling it gets NotFound as for an unknown
+// flow, and the descriptor lists it under "server" (id, description, tags) instead of
+// among the callable flows. [App.Invoke] and the app's own machinery still run it.
+func ServerOnly() BindOption {
+	return func(b *binding) error {
+		b.serverOnly = true
+		return nil
+	}
+}
+
 type binding struct {
-	def    *FlowDef
-	mw     []Middleware
-	tags   map[string]any
-	handle HandlerFunc // the typed handler wrapped, before middleware
-	call   HandlerFunc // with middleware and the durable runner
-	decode func(raw []byte) (any, error)
-	zero   func() any
-	values map[any]any
+	serverOnly bool
+	def        *FlowDef
+	mw         []Middleware
+	tags       map[string]any
+	handle     HandlerFunc // the typed handler wrapped, before middleware
+	call       HandlerFunc // with middleware and the durable runner
+	decode     func(raw []byte) (any, error)
+	zero       func() any
+	values     map[any]any
 }
 
 // Bind binds handler h to flow f. It is an [Option] of [New].

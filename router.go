@@ -32,7 +32,7 @@ func newRouter(a *App) (*router, error) {
 	r := &router{static: map[string]map[string]*routeTarget{}}
 	for _, b := range a.order {
 		b.call = a.chain(b)
-		if b.def.route == nil {
+		if b.def.route == nil || b.serverOnly {
 			continue
 		}
 		if err := r.add(b.def.route.Method, b.def.route.Path, &routeTarget{binding: b, params: b.def.params}); err != nil {

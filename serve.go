@@ -86,7 +86,7 @@ func (a *App) serveEngine(w http.ResponseWriter, r *http.Request, rest string) {
 		return
 	}
 	b := a.bindings[unit+"."+flow]
-	if !ok || b == nil || strings.Contains(flow, "/") {
+	if !ok || b == nil || b.serverOnly || strings.Contains(flow, "/") {
 		a.writeError(w, r, nil, NotFound("no flow %s", strings.ReplaceAll(rest, "/", ".")))
 		return
 	}

@@ -97,10 +97,11 @@ func (s Schedule) next(t time.Time) time.Time {
 // Clock binds h to flow f and runs it on schedule s: each tick once across every
 // instance sharing the journal, as a durable run keyed by (flow, scheduled time), so a
 // crash mid-tick resumes it (recorded steps replay) and no instance starts it twice.
-// The flow must be durable ([engine.Durable]); the app needs [With]. Clients cannot call
-// it (Forbidden {gate: "clock"}, so it may be declared [engine.Public] in an app without
-// an authenticator); the descriptor shows its schedule under tags.schedule. A tick runs
-// with no principal and the tick's scheduled time as input.
+// The flow must be durable ([engine.Durable]); the app needs [With]. The flow is bound
+// [engine.ServerOnly]: it has no route (clients get NotFound), the descriptor lists it
+// under "server" with its schedule in tags.schedule, and in-process calls other than its
+// ticks are Forbidden {gate: "clock"}. A tick runs with no principal and the tick's
+// scheduled time as input.
 // Ticks start with [engine.App.Start] and stop with [engine.App.Close].
 func Clock[Out any](f *engine.Flow[Tick, Out], s Schedule, h func(fx *engine.Fx, in Tick) (Out, error), opts ...engine.BindOption) engine.Option {
 	if f == nil || (s.every <= 0 && s.cron == nil) {
@@ -113,7 +114,7 @@ func Clock[Out any](f *engine.Flow[Tick, Out], s Schedule, h func(fx *engine.Fx,
 		}
 	}
 	return engine.Options(
-		engine.Bind(f, h, append(opts, engine.Use(refuse), engine.Tag("gate", "clock"), engine.Tag("schedule", s.String()))...),
+		engine.Bind(f, h, append(opts, engine.ServerOnly(), engine.Use(refuse), engine.Tag("schedule", s.String()))...),
 		engine.Validate(func(app *engine.App) error {
 			if !f.Def().Durable() {
 				return fmt.Errorf("durable: Clock: flow %s must be durable (engine.Durable())", f.ID())

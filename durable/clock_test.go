@@ -160,7 +160,8 @@ func TestClockMissedTicksFollowThePolicy(t *testing.T) {
 	}
 }
 
-// A client cannot call a scheduled flow; the descriptor shows its schedule.
+// A client cannot reach a scheduled flow (it has no route), in-process calls are refused,
+// and the descriptor lists it as server-only information with its schedule.
 func TestClockFlowIsServerOnly(t *testing.T) {
 	t.Parallel()
 	s, _ := durable.Cron("0 9 * * 1-5", time.UTC)
@@ -172,15 +173,25 @@ func TestClockFlowIsServerOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := clientx.Call(t.Context(), c, tickFlow, durable.Tick{At: time.Now()})
-	if res.Error == nil || res.Error.Code != engine.CodeForbidden {
-		t.Fatalf("a client call of a scheduled flow: %v, want Forbidden", res.Error)
+	if res.Error == nil || res.Error.Code != engine.CodeNotFound {
+		t.Fatalf("a client call of a scheduled flow: %v, want NotFound", res.Error)
 	}
-	for _, u := range app.Descriptor().Units {
+	if _, err := app.Invoke(t.Context(), tickFlow.ID(), nil, json.RawMessage(`{"at":"2026-01-01T00:00:00Z"}`)); !engine.IsCode(err, engine.CodeForbidden) {
+		t.Fatalf("an in-process call of a scheduled flow: %v, want Forbidden", err)
+	}
+	if _, ok := app.Routes()["jobs"]; ok {
+		t.Fatalf("routes name the scheduled flow: %v", app.Routes())
+	}
+	d := app.Descriptor()
+	for _, u := range d.Units {
 		for _, f := range u.Flows {
-			if f.ID == tickFlow.ID() && (f.Tags["schedule"] != "0 9 * * 1-5 UTC" || !f.Gated) {
-				t.Fatalf("descriptor of %s: tags %v, gated %v", f.ID, f.Tags, f.Gated)
+			if f.ID == tickFlow.ID() {
+				t.Fatalf("the descriptor lists %s among the callable flows", f.ID)
 			}
 		}
+	}
+	if len(d.Server) != 1 || d.Server[0].ID != tickFlow.ID() || d.Server[0].Tags["schedule"] != "0 9 * * 1-5 UTC" {
+		t.Fatalf("descriptor server part: %+v", d.Server)
 	}
 }
 

@@ -336,3 +336,55 @@ func TestMemoryLimiterRefusesATable(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Peek and Allow of an SQL limiter agree at the level where a bucket holds a token: a row
+// that holds just that much (a billionth under 1, the tolerance for float error in the
+// refill) is allowed by both, and one a billionth below it by neither.
+func TestSQLLimiterWholeTokenLevel(t *testing.T) {
+	t.Parallel()
+	for name, open := range map[string]func(testing.TB) *bun.DB{"sqlite": openSQLite, "postgres": openPostgres} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			clock := newClock()
+			table := fmt.Sprintf("rl_level_%d_%d", time.Now().UnixNano()%1e9, tableSeq.Add(1))
+			s, err := gate.NewSQLLimiter(db, gate.Limit{Events: 1, Per: time.Hour}, gate.WithTable(table), gate.WithNow(clock.Now))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if err := s.CreateTable(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _, _ = db.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+table) })
+			const level = 1 - 1e-9
+			for _, tc := range []struct {
+				tokens float64
+				want   bool
+			}{{level, true}, {level - 1e-9, false}} {
+				set := func() {
+					t.Helper()
+					if _, err := db.ExecContext(ctx, "DELETE FROM "+table); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := db.ExecContext(ctx, "INSERT INTO "+table+" (bucket, tokens, updated_ms, ok) VALUES ('k', ?, ?, FALSE)", tc.tokens, clock.Now().UnixMilli()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				set()
+				peek, _, err := s.Peek(ctx, "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				set()
+				allow, _, err := s.Allow(ctx, "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if peek != tc.want || allow != tc.want {
+					t.Errorf("a bucket of %.12f tokens: peek %v, allow %v, want %v", tc.tokens, peek, allow, tc.want)
+				}
+			}
+		})
+	}
+}
