@@ -97,3 +97,23 @@ func TestMountedDynamicRoutesShareAShape(t *testing.T) {
 		t.Fatalf("empty path: %s %s, want 404 NotFound", status, reply)
 	}
 }
+
+// A one-segment path ("/7") is matched against one-segment dynamic routes.
+func TestAOneSegmentDynamicRoute(t *testing.T) {
+	t.Parallel()
+	app, err := engine.New(engine.WithLogger(discardLogger()), engine.Mount("GET", "/:id", mounted("root")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(app.Handler())
+	t.Cleanup(srv.Close)
+	res, err := http.Get(srv.URL + "/7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK || string(b) != "root:7" {
+		t.Fatalf("GET /7: %d %s", res.StatusCode, b)
+	}
+}
