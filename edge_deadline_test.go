@@ -39,3 +39,15 @@ func TestANegativeBodyTimeoutTurnsTheDeadlineOff(t *testing.T) {
 		t.Fatalf("reply %d %s after %d calls, want 200 with the body", status, reply, calls.Load())
 	}
 }
+
+// A body that breaks off in a way that is neither too large nor too slow (here a bad
+// chunk) is a ValidationError naming the read failure.
+func TestABrokenBodyIsAValidationError(t *testing.T) {
+	t.Parallel()
+	srv, calls := edgeServer(t)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	status, reply := rawExchange(t, addr, "POST /edge/echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n", "zz\r\n{}\r\n0\r\n\r\n")
+	if !strings.HasPrefix(status, "400") || !strings.Contains(reply, `"ValidationError"`) || !strings.Contains(reply, "reading request body: ") || calls.Load() != 0 {
+		t.Fatalf("reply %s %s after %d calls, want 400 ValidationError", status, reply, calls.Load())
+	}
+}
