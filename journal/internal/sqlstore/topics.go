@@ -32,8 +32,36 @@ func (s *Store) lockTopic(ctx context.Context, tx *txq, topic string) (topicRow,
 
 // approveWaiters approves the pending parks on topic below version and returns the runs
 // that became runnable.
+//
+// The runs of those parks are read under a share lock before their parks are decided. A
+// run that is suspending writes its parked status (an update of its row) and then reads
+// its parks: with the lock, that update commits either before the read here, which then
+// sees the run parked and returns it as runnable, or after this transaction, when the
+// suspending run's read of its parks sees the decision and resumes itself. Without it
+// both reads could come before the other's commit and the run would stay parked with
+// every park decided. Runs are locked before parks, in id order, as Decide does.
 func (s *Store) approveWaiters(ctx context.Context, tx *txq, topic string, version int64, payload json.RawMessage, now time.Time) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, `UPDATE `+s.parks+` SET decision_kind = ?, decision_payload = ?, decided_at = ?
+	rows, err := tx.QueryContext(ctx, `SELECT id, status FROM `+s.runs+` WHERE id IN (SELECT run_id FROM `+s.parks+`
+		WHERE topic = ? AND decision_kind = '' AND after_version < ?) ORDER BY id`+s.dia.LockShare, topic, version)
+	if err != nil {
+		return nil, err
+	}
+	parked := map[string]bool{}
+	for rows.Next() {
+		var id, status string
+		if err := rows.Scan(&id, &status); err != nil {
+			_ = rows.Close()
+			return nil, err
+		}
+		parked[id] = status == string(journal.StatusParked)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if len(parked) == 0 {
+		return nil, nil
+	}
+	rows, err = tx.QueryContext(ctx, `UPDATE `+s.parks+` SET decision_kind = ?, decision_payload = ?, decided_at = ?
 		WHERE topic = ? AND decision_kind = '' AND after_version < ? RETURNING run_id`,
 		string(journal.DecisionApprove), js(payload), ns(now), topic, version)
 	if err != nil {
@@ -46,21 +74,21 @@ func (s *Store) approveWaiters(ctx context.Context, tx *txq, topic string, versi
 			_ = rows.Close()
 			return nil, err
 		}
-		decided = append(decided, id)
+		if parked[id] {
+			decided = append(decided, id)
+		}
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err
 	}
 	var runnable []string
 	for _, id := range decided {
-		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM `+s.runs+` r WHERE r.id = ? AND r.status = 'parked' AND NOT EXISTS
-			(SELECT 1 FROM `+s.parks+` p WHERE p.run_id = r.id AND p.decision_kind = '')`, id).Scan(&one)
-		switch {
-		case err == nil:
-			runnable = append(runnable, id)
-		case !errors.Is(err, sql.ErrNoRows):
+		var pending int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+s.parks+` WHERE run_id = ? AND decision_kind = ''`, id).Scan(&pending); err != nil {
 			return nil, err
+		}
+		if pending == 0 {
+			runnable = append(runnable, id)
 		}
 	}
 	return runnable, nil
