@@ -151,12 +151,19 @@ func (s *clockSet) start(app *engine.App) {
 	}
 }
 
-func (s *clockSet) stop() {
+// stop stops every schedule and waits for their running ticks, until ctx ends: then the
+// ticks' contexts are cancelled (their runs are left to resume elsewhere) and stop
+// returns ctx's error once they have returned.
+func (s *clockSet) stop(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var err error
 	for _, c := range s.clocks {
-		c.stop()
+		if cerr := c.stop(ctx); cerr != nil && err == nil {
+			err = cerr
+		}
 	}
+	return err
 }
 
 // clock runs one schedule on this instance.
@@ -164,10 +171,11 @@ type clock struct {
 	flow  string
 	sched Schedule
 
-	app    *engine.App
-	j      *journal.Journal
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	app        *engine.App
+	j          *journal.Journal
+	cancel     context.CancelFunc // stops the schedule
+	cancelRuns context.CancelFunc // cancels the running ticks, when Close cannot wait for them
+	wg         sync.WaitGroup
 }
 
 // tickNamespace makes tick run ids: a name-based UUID of (flow, scheduled time), so every
@@ -185,26 +193,39 @@ const lastSignal = "engine.clock.last"
 
 func (c *clock) start(app *engine.App) {
 	c.app, c.j = app, JournalOf(app)
-	ctx, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
+	runs, cancelRuns := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(runs)
+	c.cancel, c.cancelRuns = cancel, cancelRuns
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		c.loop(ctx)
+		c.loop(ctx, runs)
 	}()
 }
 
-func (c *clock) stop() {
-	if c.cancel != nil {
-		c.cancel()
+func (c *clock) stop(ctx context.Context) error {
+	if c.cancel == nil {
+		return nil
 	}
-	c.wg.Wait()
+	c.cancel()
+	done := make(chan struct{})
+	go func() { c.wg.Wait(); close(done) }()
+	defer c.cancelRuns()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		c.cancelRuns()
+		<-done
+		return ctx.Err()
+	}
 }
 
 // loop fires the ticks: first the ones missed while no instance ran, by the schedule's
 // policy, then each tick at its time. A timer that fires late (a busy process) fires
 // every tick it passed, late: the policy is about outages, not about a slow timer.
-func (c *clock) loop(ctx context.Context) {
+// Ticks run on runs, which outlives ctx (the schedule's) until Close gives up waiting.
+func (c *clock) loop(ctx, runs context.Context) {
 	last := c.lastTick(ctx)
 	policy := c.sched.missed
 	for ctx.Err() == nil {
@@ -215,7 +236,7 @@ func (c *clock) loop(ctx context.Context) {
 		due := c.due(last, now, policy)
 		policy = RunMissed
 		for _, t := range due {
-			c.fire(ctx, t)
+			c.fire(ctx, runs, t)
 			last = t
 		}
 		next := c.sched.next(last)
@@ -256,8 +277,8 @@ func (c *clock) lastTick(ctx context.Context) time.Time {
 }
 
 // fire begins the tick's run unless another instance did, records it as the latest tick
-// begun, and runs it.
-func (c *clock) fire(ctx context.Context, at time.Time) {
+// begun, and runs it on runs.
+func (c *clock) fire(ctx, runs context.Context, at time.Time) {
 	logger := c.app.Logger()
 	input, _ := json.Marshal(Tick{At: at})
 	run, err := c.j.Begin(ctx, journal.NewRun{ID: TickRunID(c.flow, at), Flow: c.flow, Input: input})
@@ -287,7 +308,7 @@ func (c *clock) fire(ctx context.Context, at time.Time) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		rctx := context.WithoutCancel(ctx)
+		rctx := runs
 		defer func() {
 			if v := recover(); v != nil {
 				logger.ErrorContext(rctx, "durable: panic in a tick", "flow", c.flow, "at", at, "panic", fmt.Sprint(v))

@@ -82,8 +82,8 @@ func With(j *journal.Journal) engine.Option {
 			return nil
 		}),
 		engine.OnClose(func(ctx context.Context, _ *engine.App) error {
-			clocks.stop()
-			return j.Close(ctx)
+			err := clocks.stop(ctx)
+			return errors.Join(err, j.Close(ctx))
 		}),
 	)
 }

@@ -60,6 +60,7 @@ func (r *runner) execute(fx *engine.Fx, run *journal.Run, next engine.HandlerFun
 		execKey.Set(fx, e)
 	}
 	ext.SetContext(fx, run.CallContext(fx.Context()))
+	defer failOnPanic(fx.Context(), run)
 	out, err := next(fx, in)
 	if err == nil {
 		if resp, ok := out.(engine.Responder); ok {
@@ -73,6 +74,16 @@ func (r *runner) execute(fx *engine.Fx, run *journal.Run, next engine.HandlerFun
 		fx.SetMeta("runId", run.ID) // the parked reply names the run, to find it again
 	}
 	return out, err
+}
+
+// failOnPanic, deferred around a durable handler, fails its run when the handler panics
+// and panics on: the execution is gone, and a run it left held would be renewed, and so
+// never recovered, for as long as the process lives.
+func failOnPanic(ctx context.Context, run *journal.Run) {
+	if v := recover(); v != nil {
+		_ = run.Fail(context.WithoutCancel(ctx), fmt.Sprintf("panic: %v", v))
+		panic(v)
+	}
 }
 
 // attach joins the run a replayed call finds under its id: it returns the stored outcome
@@ -189,6 +200,7 @@ type durableResponder struct {
 }
 
 func (d durableResponder) Respond(fx *engine.Fx, w http.ResponseWriter, req *http.Request) {
+	defer failOnPanic(fx.Context(), d.exec.run)
 	d.inner.Respond(fx, w, req)
 	var out any
 	var err error
@@ -222,6 +234,13 @@ func (r *runner) endRun(fx *engine.Fx, e *execution, out any, err error) error {
 		return err
 	case errors.Is(err, journal.ErrLeaseLost):
 		return err // another instance owns the run now; it records the end
+	case fx.Context().Err() != nil && errors.Is(err, fx.Context().Err()):
+		// The execution was cut off (its caller left, or the instance is closing), not
+		// the run: it is released to resume from its recorded steps on its next claim.
+		if rErr := run.Release(ctx); rErr != nil {
+			logger.ErrorContext(ctx, "durable: releasing run", "run", run.ID, "err", rErr)
+		}
+		return err
 	case err != nil:
 		msg := err.Error()
 		if e := engine.AsError(err); e != nil {
@@ -237,6 +256,13 @@ func (r *runner) endRun(fx *engine.Fx, e *execution, out any, err error) error {
 		raw = json.RawMessage(enc)
 	} else if b, mErr := json.Marshal(out); mErr == nil {
 		raw = b
+	} else {
+		// Not stored as a completion with no result: the caller is answered the output's
+		// error by the flow's encoder, and the run records why it failed.
+		if fErr := run.Fail(ctx, "encoding the output: "+mErr.Error()); fErr != nil {
+			logger.ErrorContext(ctx, "durable: failing run", "run", run.ID, "err", fErr)
+		}
+		return nil
 	}
 	if cErr := run.Complete(ctx, raw); cErr != nil {
 		logger.ErrorContext(ctx, "durable: completing run", "run", run.ID, "err", cErr)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,9 +47,10 @@ var (
 	receiptFlow  = engine.Define[ChargeIn, ChargeOut](payments, "receipt", engine.Public())
 )
 
-// crashed is what an execution that "dies" panics with: the run is left as a killed
-// process leaves it (running, leased to the dead instance, its step not recorded).
-const crashed = "the instance died here"
+// die ends the goroutine of an execution as a killed process ends it: no handler
+// returns and no deferred recover sees a panic, so the run is left running, leased to
+// the dead instance, its step not recorded. (A panic is not a crash: the run fails.)
+func die() { runtime.Goexit() }
 
 // subruns is two instances of one app on a shared memory journal with a fake clock, so a
 // test can let one die mid-run and the other take over.
@@ -67,8 +69,7 @@ type subruns struct {
 
 	crashAfterCharge  atomic.Bool // the checkout's step dies after the charge returned
 	crashAfterDecline atomic.Bool // ... after the charge failed
-	crashInCharge     atomic.Bool // the charge handler dies after its effect
-	chargeDied        atomic.Bool // ... and did: its caller dies with it
+	crashInCharge     atomic.Bool // the charge handler dies after its effect (and its caller with it)
 	decline           atomic.Bool
 	chargeErrs        []error // what the checkout's step got from the charge, per execution
 }
@@ -106,8 +107,8 @@ func (s *subruns) app(t *testing.T, owner string) (*engine.App, *journal.Journal
 				s.mu.Lock()
 				s.chargeErrs = append(s.chargeErrs, err)
 				s.mu.Unlock()
-				if s.chargeDied.CompareAndSwap(true, false) || s.crashAfterDecline.CompareAndSwap(true, false) {
-					panic(crashed) // the charge died with the process: so does its caller
+				if s.crashAfterDecline.CompareAndSwap(true, false) {
+					die()
 				}
 				return CheckoutOut{}, err
 			}
@@ -123,7 +124,7 @@ func (s *subruns) app(t *testing.T, owner string) (*engine.App, *journal.Journal
 			_ = json.Unmarshal(raw, &r)
 			out.Receipt = r.Key
 			if s.crashAfterCharge.CompareAndSwap(true, false) {
-				panic(crashed)
+				die()
 			}
 			return out, nil
 		})
@@ -135,8 +136,7 @@ func (s *subruns) app(t *testing.T, owner string) (*engine.App, *journal.Journal
 		s.chargeRuns = append(s.chargeRuns, durable.RunOf(fx).ID)
 		s.mu.Unlock()
 		if s.crashInCharge.CompareAndSwap(true, false) {
-			s.chargeDied.Store(true)
-			panic(crashed)
+			die()
 		}
 		if s.decline.Load() {
 			return ChargeOut{}, Declined.New(in)
@@ -161,8 +161,16 @@ func (s *subruns) app(t *testing.T, owner string) (*engine.App, *journal.Journal
 // checkout starts a checkout on a, which is to die during it: it returns the run id.
 func (s *subruns) checkoutDiesOnA(t *testing.T) string {
 	t.Helper()
-	out, err := s.a.Invoke(t.Context(), checkoutFlow.ID(), nil, json.RawMessage(`{"amount":40}`))
-	if err == nil || !engine.IsCode(err, engine.CodeInternal) {
+	var out json.RawMessage
+	var err error
+	returned, done := false, make(chan struct{})
+	go func() {
+		defer close(done)
+		out, err = s.a.Invoke(t.Context(), checkoutFlow.ID(), nil, json.RawMessage(`{"amount":40}`))
+		returned = true
+	}()
+	<-done
+	if returned {
 		t.Fatalf("the execution on a was to die, got %s, %v", out, err)
 	}
 	ids, err := s.d.RecoverableRuns(t.Context(), s.clock.Now().Add(time.Hour), 10)

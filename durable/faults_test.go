@@ -1,0 +1,160 @@
+package durable_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/durable"
+	"github.com/bbc28f59/engine/journal"
+	"github.com/bbc28f59/engine/journal/drivers/memory"
+)
+
+type boomOut struct {
+	X float64 `json:"x"`
+}
+
+var (
+	faults    = engine.NewUnit("faults")
+	panicFlow = engine.Define[PlaceIn, boomOut](faults, "panic", engine.POST("/panic"), engine.Public(), engine.Durable())
+	nanFlow   = engine.Define[PlaceIn, boomOut](faults, "nan", engine.POST("/nan"), engine.Public(), engine.Durable())
+	slowTick  = engine.Define[durable.Tick, struct{}](faults, "slowTick", engine.Durable())
+)
+
+// faultApp serves panicFlow and nanFlow on a memory journal owned by "a"; the handlers
+// report their run's id through seen.
+func faultApp(t *testing.T, seen *atomic.Value) (*httptest.Server, *journal.Journal) {
+	t.Helper()
+	j, err := journal.New(memory.New(), journal.Options{Owner: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := engine.New(
+		engine.WithLogger(discardLogger()),
+		durable.With(j),
+		engine.Bind(panicFlow, func(fx *engine.Fx, in PlaceIn) (boomOut, error) {
+			seen.Store(durable.RunOf(fx).ID)
+			panic("the handler's bug")
+		}),
+		engine.Bind(nanFlow, func(fx *engine.Fx, in PlaceIn) (boomOut, error) {
+			seen.Store(durable.RunOf(fx).ID)
+			return boomOut{X: math.NaN()}, nil
+		}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Close(context.Background()) })
+	srv := httptest.NewServer(app.Handler())
+	t.Cleanup(srv.Close)
+	return srv, j
+}
+
+// A handler that panics answers 500 and fails its run: the run is not left held by an
+// execution that is gone (renewed, so never recovered, for the life of the process).
+func TestAPanickingDurableHandlerFailsItsRun(t *testing.T) {
+	t.Parallel()
+	var seen atomic.Value
+	srv, j := faultApp(t, &seen)
+	res, err := http.Post(srv.URL+"/panic", "application/json", strings.NewReader(`{"item":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusInternalServerError {
+		t.Fatalf("status %d, want 500", res.StatusCode)
+	}
+	id, _ := seen.Load().(string)
+	rec, err := j.GetRun(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != journal.StatusFailed || rec.LeaseOwner != "" || !strings.Contains(rec.Error, "the handler's bug") {
+		t.Fatalf("run after a panic: status %s, lease owner %q, error %q; want failed, no owner, the panic", rec.Status, rec.LeaseOwner, rec.Error)
+	}
+}
+
+// An output JSON cannot carry is the caller's 500 naming the field, and the run records
+// a failure, never a completion with no result.
+func TestAnOutputJSONCannotCarryFailsTheRun(t *testing.T) {
+	t.Parallel()
+	var seen atomic.Value
+	srv, j := faultApp(t, &seen)
+	res, err := http.Post(srv.URL+"/nan", "application/json", strings.NewReader(`{"item":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusInternalServerError {
+		t.Fatalf("status %d, want 500", res.StatusCode)
+	}
+	rec, err := j.GetRun(context.Background(), seen.Load().(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != journal.StatusFailed || !strings.Contains(rec.Error, "NaN") {
+		t.Fatalf("run of a NaN output: status %s, error %q, output %s; want failed naming NaN", rec.Status, rec.Error, rec.Output)
+	}
+}
+
+// Close bounded by a context returns when the context ends, even while a tick's handler
+// waits for its context to end: the tick is cancelled and its run left to resume.
+func TestCloseDoesNotWaitForeverForATick(t *testing.T) {
+	t.Parallel()
+	j, err := journal.New(memory.New(), journal.Options{Owner: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	every, err := durable.Every(20 * time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan string, 100)
+	app, err := engine.New(engine.WithLogger(discardLogger()), durable.With(j),
+		durable.Clock(slowTick, every, func(fx *engine.Fx, in durable.Tick) (struct{}, error) {
+			started <- durable.RunOf(fx).ID
+			<-fx.Context().Done()
+			return struct{}{}, fx.Context().Err()
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	select {
+	case id = <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no tick started")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- app.Close(ctx) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Close: %v, want the context's deadline", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close still waits for the tick 10 s on")
+	}
+	rec, err := j.GetRun(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != journal.StatusRunning || rec.LeaseOwner != "" {
+		t.Fatalf("the cut-off tick's run: status %s, owner %q; want running and released, to resume elsewhere", rec.Status, rec.LeaseOwner)
+	}
+}
