@@ -1,7 +1,9 @@
 // Package testenv is the set-up that tests in several packages share, so that each
 // place does it one way: the test Postgres server ([PostgresDSN], skipping with the
-// reason when none is configured) with a schema of a test's own ([Schema]), and real
-// processes of a Go binary such as examples/conformance ([Build], [StartProcess]).
+// reason when none is configured) with a schema or journal tables of a test's own
+// ([Schema], [PostgresJournal]), SQLite databases and journals ([MemorySQLite],
+// [SQLiteJournal]), and real processes of a Go binary such as examples/conformance
+// ([Build], [StartProcess]).
 //
 // It is for tests. The one other importer is the chaos harness (bench/chaos), which
 // starts and kills the reference app's processes the way the tests do.
