@@ -2,8 +2,9 @@
 // place does it one way: the test Postgres server ([PostgresDSN], skipping with the
 // reason when none is configured) with a schema or journal tables of a test's own
 // ([Schema], [PostgresJournal]), SQLite databases and journals ([MemorySQLite],
-// [SQLiteJournal]), and real processes of a Go binary such as examples/conformance
-// ([Build], [StartProcess]).
+// [SQLiteJournal]), real processes of a Go binary such as examples/conformance ([Build],
+// [StartProcess]), and the bearer-token fakes of the client tests ([BearerAuth],
+// [Token]).
 //
 // It is for tests. The one other importer is the chaos harness (bench/chaos), which
 // starts and kills the reference app's processes the way the tests do.
