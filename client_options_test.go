@@ -14,6 +14,7 @@ import (
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
 	tc "github.com/bbc28f59/engine/internal/testcontract"
+	"github.com/bbc28f59/engine/internal/testenv"
 )
 
 // attempts records when each request reached a raw server.
@@ -204,39 +205,10 @@ func TestCancelDuringBackoff(t *testing.T) {
 	}
 }
 
-// probeSpec is the starting state of an authProbe.
+// probeSpec is the starting state of a [testenv.Token].
 type probeSpec struct {
 	token, fixTo string
 	fail         bool
-}
-
-// authProbe is an Auth whose token and refresh behaviour a test controls.
-type authProbe struct {
-	mu        sync.Mutex
-	token     string
-	fixTo     string // the token Refresh installs
-	fail      bool
-	refreshes int
-}
-
-func (p *authProbe) auth() clientx.Auth {
-	return clientx.Auth{
-		GetToken: func(context.Context) (string, error) {
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			return p.token, nil
-		},
-		Refresh: func(context.Context) error {
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			p.refreshes++
-			if p.fail {
-				return errors.New("refresh token revoked")
-			}
-			p.token = p.fixTo
-			return nil
-		},
-	}
 }
 
 // TestAuthRefresh checks the bearer header, exactly one refresh on 401 followed by one
@@ -265,8 +237,8 @@ func TestAuthRefresh(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			env := setup(t)
-			probe := &authProbe{token: tt.probe.token, fixTo: tt.probe.fixTo, fail: tt.probe.fail}
-			c := env.client(t, clientx.WithAuth(probe.auth()))
+			probe := &testenv.Token{Value: tt.probe.token, FixTo: tt.probe.fixTo, Fail: tt.probe.fail}
+			c := env.client(t, clientx.WithAuth(probe.Auth()))
 			var code string
 			var status int
 			if tt.flow == nil {
@@ -283,8 +255,8 @@ func TestAuthRefresh(t *testing.T) {
 				t.Fatalf("got %q/%d, want %q/%d", code, status, tt.wantCode, tt.wantStatus)
 			}
 			reqs := env.rec.all()
-			if probe.refreshes != tt.wantRefreshes || len(reqs) != tt.wantRequests {
-				t.Fatalf("%d refreshes and %d requests, want %d and %d", probe.refreshes, len(reqs), tt.wantRefreshes, tt.wantRequests)
+			if probe.Refreshes() != tt.wantRefreshes || len(reqs) != tt.wantRequests {
+				t.Fatalf("%d refreshes and %d requests, want %d and %d", probe.Refreshes(), len(reqs), tt.wantRefreshes, tt.wantRequests)
 			}
 			if got := reqs[len(reqs)-1].Header.Get("Authorization"); got != tt.wantAuthLast {
 				t.Fatalf("last Authorization %q, want %q", got, tt.wantAuthLast)

@@ -18,6 +18,7 @@ import (
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
 	tc "github.com/bbc28f59/engine/internal/testcontract"
+	"github.com/bbc28f59/engine/internal/testenv"
 )
 
 // seen is one request as it reached the server, recorded by [recorder].
@@ -81,18 +82,7 @@ func (b *syncBuffer) String() string {
 }
 
 // tokenAuth accepts "Bearer good" and rejects any other token; no header is anonymous.
-type tokenAuth struct{}
-
-func (tokenAuth) Authenticate(r *http.Request) (*engine.Principal, error) {
-	h := r.Header.Get("Authorization")
-	switch h {
-	case "":
-		return nil, nil
-	case "Bearer good":
-		return &engine.Principal{ID: "u1"}, nil
-	}
-	return nil, engine.Unauthorized()
-}
+type tokenAuth = testenv.BearerAuth
 
 // testEnv is a running test app: the server URL, the request recorder and the log.
 type testEnv struct {

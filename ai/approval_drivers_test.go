@@ -2,44 +2,21 @@ package ai_test
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
-	"github.com/uptrace/bun/dialect/sqlitedialect"
-	_ "modernc.org/sqlite"
-
 	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/clientx/agent"
+	"github.com/bbc28f59/engine/internal/testenv"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/postgres"
-	"github.com/bbc28f59/engine/journal/drivers/sqlite"
 )
 
 // apSQLiteDriver is a journal driver on a fresh SQLite file (modernc, WAL).
 func apSQLiteDriver(t *testing.T) journal.Driver {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "journal.db")
-	sqldb, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_txlock=immediate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := bun.NewDB(sqldb, sqlitedialect.New())
-	t.Cleanup(func() { _ = db.Close() })
-	d, err := sqlite.New(db, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, _ := testenv.SQLiteJournal(t)
 	return d
 }
 
@@ -47,45 +24,16 @@ func apSQLiteDriver(t *testing.T) journal.Driver {
 // unique prefix (dropped at cleanup); it skips, saying why, when the variable is unset.
 func apPostgresDriver(t *testing.T) journal.Driver {
 	t.Helper()
-	return apPostgresDriverAt(t, "ap_"+apRandomHex()+"_", true)
+	return apPostgresDriverAt(t, "ap_"+testenv.RandomHex(5)+"_", true)
 }
 
 // apPostgresDriverAt opens a driver (its own pool and LISTEN connection, as another
 // process would) on the tables of prefix, dropping them at cleanup when owner.
 func apPostgresDriverAt(t *testing.T, prefix string, owner bool) *postgres.Driver {
 	t.Helper()
-	dsn := os.Getenv("ENGINE_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		t.Skip("ENGINE_TEST_POSTGRES_DSN is not set; skipping the Postgres approval path (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	pool, err := pgxpool.New(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := bun.NewDB(stdlib.OpenDBFromPool(pool), pgdialect.New())
-	d, err := postgres.New(db, postgres.Options{TablePrefix: prefix,
-		Listener: func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, dsn) }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Registered before the app's cleanups, so it runs after the app closed.
-	t.Cleanup(func() {
-		_ = d.Close()
-		if owner {
-			for _, tbl := range d.Tables() {
-				_, _ = db.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+tbl)
-			}
-		}
-		_ = db.Close()
-		pool.Close()
-	})
+	d, _ := testenv.PostgresJournal(t, testenv.PostgresDSN(t, "the Postgres approval path"), prefix, owner)
 	return d
-}
-
-func apRandomHex() string {
-	b := make([]byte, 5)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // The approval happy path on the SQL drivers, through the client helpers: park, approve
@@ -142,7 +90,7 @@ func TestApprovalHappyPathOnDrivers(t *testing.T) {
 // resumed run through cross-process wake-ups.
 func TestApprovalAcrossInstancesOnPostgres(t *testing.T) {
 	t.Parallel()
-	prefix := "ap_" + apRandomHex() + "_"
+	prefix := "ap_" + testenv.RandomHex(5) + "_"
 	first := newApEnv(t, apConfig{turns: apTransferTurns("500"), driver: apPostgresDriverAt(t, prefix, true),
 		jopts: journal.Options{Owner: "first"}})
 	second := newApEnv(t, apConfig{model: first.model, driver: apPostgresDriverAt(t, prefix, false),

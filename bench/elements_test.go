@@ -3,34 +3,21 @@ package bench_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
-	"github.com/uptrace/bun/dialect/sqlitedialect"
-	_ "modernc.org/sqlite"
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/bench/internal/agentbench"
 	"github.com/bbc28f59/engine/clientx"
 	"github.com/bbc28f59/engine/durable"
+	"github.com/bbc28f59/engine/internal/testenv"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/memory"
-	"github.com/bbc28f59/engine/journal/drivers/postgres"
-	"github.com/bbc28f59/engine/journal/drivers/sqlite"
 )
 
 // elementsDB is a fresh journal driver with, for the SQL drivers, the database it is on
@@ -54,48 +41,11 @@ func openElementsDB(tb testing.TB, driver string) *elementsDB {
 	case agentbench.Memory:
 		return &elementsDB{driver: memory.New()}
 	case agentbench.SQLite:
-		dsn := "file:" + filepath.Join(tb.TempDir(), "journal.db") +
-			"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
-		sqldb, err := sql.Open("sqlite", dsn)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		sqldb.SetMaxOpenConns(4)
-		sqldb.SetMaxIdleConns(4)
-		db := bun.NewDB(sqldb, sqlitedialect.New())
-		tb.Cleanup(func() { _ = db.Close() })
-		d, err := sqlite.New(db, sqlite.Options{})
-		if err != nil {
-			tb.Fatal(err)
-		}
+		d, sqldb := testenv.SQLiteJournal(tb)
 		return &elementsDB{driver: d, db: sqldb, topics: "engine_topics", messages: "engine_messages", parks: "engine_parks"}
 	case agentbench.Postgres:
-		dsn := os.Getenv(agentbench.PostgresEnv)
-		if dsn == "" {
-			tb.Skip(agentbench.ErrNoPostgres.Error())
-		}
-		pool, err := pgxpool.New(context.Background(), dsn)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		sqldb := stdlib.OpenDBFromPool(pool)
-		db := bun.NewDB(sqldb, pgdialect.New())
-		b := make([]byte, 4)
-		_, _ = rand.Read(b)
-		prefix := "elbench_" + hex.EncodeToString(b) + "_"
-		d, err := postgres.New(db, postgres.Options{TablePrefix: prefix,
-			Listener: func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, dsn) }})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(func() {
-			_ = d.Close()
-			for _, t := range d.Tables() {
-				_, _ = db.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+t)
-			}
-			_ = db.Close()
-			pool.Close()
-		})
+		prefix := "elbench_" + testenv.RandomHex(4) + "_"
+		d, sqldb := testenv.PostgresJournal(tb, testenv.PostgresDSN(tb, "the Postgres benchmark"), prefix, true)
 		return &elementsDB{driver: d, db: sqldb, dollar: true, notify: prefix + "events",
 			topics: prefix + "topics", messages: prefix + "messages", parks: prefix + "parks"}
 	}

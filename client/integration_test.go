@@ -5,8 +5,6 @@
 package client_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -15,11 +13,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/bbc28f59/engine/ai/providers/openai/openaitest"
+	"github.com/bbc28f59/engine/internal/testenv"
 	"github.com/bbc28f59/engine/internal/tsgen"
 )
 
@@ -140,55 +138,11 @@ func fakeModel(t *testing.T) string {
 
 func startApp(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "conformance")
-	if out, err := exec.Command("go", "build", "-o", bin, "../examples/conformance").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(),
-		"ENGINE_ADDR=127.0.0.1:0",
-		"ENGINE_JOURNAL=sqlite:"+filepath.Join(dir, "app.db"),
-		"ENGINE_MODEL_BASE_URL="+fakeModel(t),
+	bin := testenv.Build(t, "../examples/conformance")
+	return testenv.StartProcess(t, bin, testenv.ProcessOptions{Ready: 90 * time.Second, Env: []string{
+		"ENGINE_JOURNAL=sqlite:" + filepath.Join(t.TempDir(), "app.db"),
+		"ENGINE_MODEL_BASE_URL=" + fakeModel(t),
 		"ENGINE_MODEL_API_KEY=test",
 		"ENGINE_JWT_KEY=typescript-client-test-key-0123456789abcdef",
-	)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _, _ = cmd.Process.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-		if t.Failed() {
-			t.Logf("app stderr:\n%s", stderr.String())
-		}
-	})
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				ready <- u
-			}
-		}
-	}()
-	select {
-	case u := <-ready:
-		return u
-	case <-time.After(90 * time.Second):
-		t.Fatalf("the app did not get ready:\n%s", stderr.String())
-	}
-	return ""
+	}}).URL
 }

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,11 +21,9 @@ import (
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
 	"github.com/bbc28f59/engine/gate"
+	"github.com/bbc28f59/engine/internal/testenv"
 	"github.com/bbc28f59/engine/vault"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	_ "modernc.org/sqlite"
 )
@@ -64,31 +61,13 @@ var dbSeq atomic.Int64
 // openSQLite returns a private in-memory SQLite database.
 func openSQLite(t testing.TB) *bun.DB {
 	t.Helper()
-	name := fmt.Sprintf("file:gate-test-%d-%d?mode=memory&cache=shared&_pragma=busy_timeout(5000)&_txlock=immediate", os.Getpid(), dbSeq.Add(1))
-	sqldb, err := sql.Open("sqlite", name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sqldb.SetMaxOpenConns(1)
-	db := bun.NewDB(sqldb, sqlitedialect.New())
-	t.Cleanup(func() { _ = db.Close() })
-	return db
+	return testenv.MemorySQLite(t, "gate-test")
 }
 
 // openPostgres returns the test Postgres database, or skips saying why.
 func openPostgres(t testing.TB) *bun.DB {
 	t.Helper()
-	dsn := os.Getenv("ENGINE_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		t.Skip("ENGINE_TEST_POSTGRES_DSN is not set; skipping the Postgres run")
-	}
-	pool, err := pgxpool.New(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := bun.NewDB(stdlib.OpenDBFromPool(pool), pgdialect.New())
-	t.Cleanup(func() { _ = db.Close(); pool.Close() })
-	return db
+	return testenv.PostgresDB(t, testenv.PostgresDSN(t, "the Postgres run"))
 }
 
 const testKey = "0123456789abcdef0123456789abcdef-test-key"

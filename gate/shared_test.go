@@ -2,23 +2,18 @@ package gate_test
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/gate"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/bbc28f59/engine/internal/testenv"
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 )
 
@@ -45,30 +40,10 @@ func sharedDatabases(t *testing.T) map[string]func(t *testing.T) [2]*bun.DB {
 			return dbs
 		},
 		"postgres": func(t *testing.T) [2]*bun.DB {
-			admin := openPostgres(t) // skips without a DSN
-			ctx := context.Background()
-			var b [4]byte
-			_, _ = rand.Read(b[:])
-			schema := "gate_shared_" + hex.EncodeToString(b[:])
-			if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _, _ = admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
-			u, err := url.Parse(os.Getenv("ENGINE_TEST_POSTGRES_DSN"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			q := u.Query()
-			q.Set("search_path", schema)
-			u.RawQuery = q.Encode()
+			dsn := testenv.Schema(t, testenv.PostgresDSN(t, "the Postgres run"), "gate_shared_")
 			var dbs [2]*bun.DB
 			for i := range dbs {
-				pool, err := pgxpool.New(ctx, u.String())
-				if err != nil {
-					t.Fatal(err)
-				}
-				dbs[i] = bun.NewDB(stdlib.OpenDBFromPool(pool), pgdialect.New())
-				t.Cleanup(func() { _ = dbs[i].Close(); pool.Close() })
+				dbs[i] = testenv.PostgresDB(t, dsn)
 			}
 			return dbs
 		},

@@ -2,31 +2,24 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"os"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
 	"github.com/bbc28f59/engine/gate"
+	"github.com/bbc28f59/engine/internal/testenv"
 	"github.com/bbc28f59/engine/store"
 	"github.com/bbc28f59/engine/vault"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
-	"github.com/uptrace/bun/dialect/sqlitedialect"
 	_ "modernc.org/sqlite"
 )
 
@@ -58,8 +51,6 @@ var (
 	Labels    = store.Define[Label](engine.NewUnit("labels"), "/labels")
 )
 
-var seq atomic.Int64
-
 type backend struct {
 	name string
 	open func(t *testing.T) *bun.DB
@@ -67,50 +58,12 @@ type backend struct {
 
 var backends = []backend{
 	{"sqlite", func(t *testing.T) *bun.DB {
-		name := fmt.Sprintf("file:store-test-%d-%d?mode=memory&cache=shared&_pragma=busy_timeout(5000)&_txlock=immediate", os.Getpid(), seq.Add(1))
-		sqldb, err := sql.Open("sqlite", name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sqldb.SetMaxOpenConns(1)
-		db := bun.NewDB(sqldb, sqlitedialect.New())
-		t.Cleanup(func() { _ = db.Close() })
-		return db
+		return testenv.MemorySQLite(t, "store-test")
 	}},
 	{"postgres", func(t *testing.T) *bun.DB {
-		dsn := os.Getenv("ENGINE_TEST_POSTGRES_DSN")
-		if dsn == "" {
-			t.Skip("ENGINE_TEST_POSTGRES_DSN is not set; skipping the Postgres run")
-		}
 		// A schema of its own per test keeps parallel tests apart.
-		ctx := context.Background()
-		schema := fmt.Sprintf("store_test_%d_%d", time.Now().UnixNano()%1e9, seq.Add(1))
-		admin, err := pgxpool.New(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-			t.Fatal(err)
-		}
-		u, err := url.Parse(dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		pool, err := pgxpool.New(ctx, u.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		db := bun.NewDB(stdlib.OpenDBFromPool(pool), pgdialect.New())
-		t.Cleanup(func() {
-			_ = db.Close()
-			pool.Close()
-			_, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-			admin.Close()
-		})
-		return db
+		dsn := testenv.Schema(t, testenv.PostgresDSN(t, "the Postgres run"), "store_test_")
+		return testenv.PostgresDB(t, dsn)
 	}},
 }
 

@@ -40,6 +40,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", to read what the instances stored
 	_ "modernc.org/sqlite"             // database/sql driver "sqlite"
+
+	"github.com/bbc28f59/engine/internal/testenv"
 )
 
 // Config is one chaos run.
@@ -300,7 +302,7 @@ func (h *harness) setUp(ctx context.Context) (func(), error) {
 		undo = append(undo, func() { _ = db.Close() })
 		h.store = &store{db: db}
 	case "postgres":
-		dsn, drop, err := isolatedSchema(ctx, h.cfg.PostgresDSN)
+		dsn, drop, err := testenv.NewSchema(ctx, h.cfg.PostgresDSN, "chaos_")
 		if err != nil {
 			return cleanup, err
 		}
@@ -543,35 +545,6 @@ func (h *harness) verify(files []string) (string, error) {
 	args := append([]string{h.cfg.AGUIVerify, "--no-done"}, files...)
 	out, err := exec.Command("node", args...).CombinedOutput()
 	return string(out), err
-}
-
-// isolatedSchema creates a schema of its own on the server and returns a DSN using it,
-// and a function that drops it.
-func isolatedSchema(ctx context.Context, dsn string) (string, func(), error) {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return "", func() {}, fmt.Errorf("chaos: connecting to Postgres: %w", err)
-	}
-	defer conn.Close(ctx)
-	schema := fmt.Sprintf("chaos_%x", rand.Uint32())
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		return "", func() {}, err
-	}
-	drop := func() {
-		c, err := pgx.Connect(context.Background(), dsn)
-		if err == nil {
-			_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-			_ = c.Close(context.Background())
-		}
-	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return "", drop, err
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String(), drop, nil
 }
 
 // moduleRoot finds the directory of go.mod from the working directory up.

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strconv"
 	"testing"
+
+	"github.com/bbc28f59/engine/internal/testenv"
 )
 
 // TestChaos is the bounded run CI makes: real processes of the reference app, killed
@@ -44,9 +46,9 @@ func TestChaos(t *testing.T) {
 	}{{"kill", false, cycles}, {"db-outage", true, outageCycles}} {
 		for _, driver := range []string{"sqlite", "postgres"} {
 			t.Run(mode.name+"/"+driver, func(t *testing.T) {
-				dsn := os.Getenv("ENGINE_TEST_POSTGRES_DSN")
-				if driver == "postgres" && dsn == "" {
-					t.Skip("ENGINE_TEST_POSTGRES_DSN is not set: the Postgres chaos run needs a server (CI sets it)")
+				dsn := ""
+				if driver == "postgres" {
+					dsn = testenv.PostgresDSN(t, "the Postgres chaos run")
 				}
 				cfg := Config{Driver: driver, PostgresDSN: dsn, Cycles: mode.cycles, DBOutage: mode.outage, Dir: t.TempDir(),
 					AGUIVerify: os.Getenv("AGUI_VERIFY"), Logf: t.Logf}

@@ -18,6 +18,7 @@ import (
 	"github.com/bbc28f59/engine/ai/providers/scripted"
 	"github.com/bbc28f59/engine/clientx"
 	"github.com/bbc28f59/engine/clientx/agent"
+	"github.com/bbc28f59/engine/internal/testenv"
 )
 
 // The desk app of the stream tests: an agent flow that streams its run (gated: it needs
@@ -54,20 +55,6 @@ func deskModel() *ai.ModelDef {
 		}
 		return scripted.Turn{Text: deskReply}
 	}), "scripted-1")
-}
-
-// bearerAuth signs in the caller whose bearer token is "good" and refuses any other.
-type bearerAuth struct{}
-
-func (bearerAuth) Authenticate(r *http.Request) (*engine.Principal, error) {
-	h := r.Header.Get("Authorization")
-	switch h {
-	case "":
-		return nil, nil
-	case "Bearer good":
-		return &engine.Principal{ID: "u1"}, nil
-	}
-	return nil, engine.Unauthorized()
 }
 
 // deskServer serves the desk app over real HTTP behind a middleware that records every
@@ -114,7 +101,7 @@ func serveDesk() (*deskServer, error) {
 	var err error
 	s.app, err = engine.New(
 		engine.WithLogger(slog.New(slog.DiscardHandler)),
-		engine.WithAuthenticator(bearerAuth{}),
+		engine.WithAuthenticator(testenv.BearerAuth{}),
 		engine.Bind(deskChat, run(true)),
 		engine.Bind(deskLocked, run(true), engine.Use(refuse)),
 		engine.Bind(deskSummary, run(false)),
@@ -142,31 +129,6 @@ func (s *deskServer) requests() []*http.Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]*http.Request(nil), s.reqs...)
-}
-
-// token is a bearer token whose refresh installs fixTo.
-type token struct {
-	mu        sync.Mutex
-	value     string
-	fixTo     string
-	refreshes int
-}
-
-func (tk *token) auth() clientx.Auth {
-	return clientx.Auth{
-		GetToken: func(context.Context) (string, error) {
-			tk.mu.Lock()
-			defer tk.mu.Unlock()
-			return tk.value, nil
-		},
-		Refresh: func(context.Context) error {
-			tk.mu.Lock()
-			defer tk.mu.Unlock()
-			tk.refreshes++
-			tk.value = tk.fixTo
-			return nil
-		},
-	}
 }
 
 func testCtx(t *testing.T) context.Context {
@@ -259,8 +221,8 @@ func TestStreamBeforeTheStream(t *testing.T) {
 			t.Parallel()
 			s := newDeskServer(t)
 			s.fail.Store(tt.fail)
-			tk := &token{value: tt.token, fixTo: tt.fixTo}
-			c, err := clientx.ForApp(s.app, s.URL, clientx.WithAuth(tk.auth()), clientx.WithRetry(clientx.Retry{Retries: 1, Delay: time.Millisecond}))
+			tk := &testenv.Token{Value: tt.token, FixTo: tt.fixTo}
+			c, err := clientx.ForApp(s.app, s.URL, clientx.WithAuth(tk.Auth()), clientx.WithRetry(clientx.Retry{Retries: 1, Delay: time.Millisecond}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -275,8 +237,8 @@ func TestStreamBeforeTheStream(t *testing.T) {
 					frames++
 				}
 			}
-			if n := len(s.requests()); n != tt.wantRequests || tk.refreshes != tt.wantRefreshes {
-				t.Fatalf("%d requests and %d refreshes, want %d and %d", n, tk.refreshes, tt.wantRequests, tt.wantRefreshes)
+			if n := len(s.requests()); n != tt.wantRequests || tk.Refreshes() != tt.wantRefreshes {
+				t.Fatalf("%d requests and %d refreshes, want %d and %d", n, tk.Refreshes(), tt.wantRequests, tt.wantRefreshes)
 			}
 			if tt.wantCode == "" {
 				if len(errs) > 0 || frames == 0 {

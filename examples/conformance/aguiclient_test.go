@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bbc28f59/engine/ai/providers/openai/openaitest"
+	"github.com/bbc28f59/engine/internal/testenv"
 )
 
 // TestAGUIClients drives real processes of this app with AG-UI's stock HttpAgent
@@ -19,10 +20,7 @@ import (
 // instances on Postgres, and an expired, a foreign tenant's and an already-decided
 // interrupt. Every stream the client received is then checked by the AG-UI verifier.
 func TestAGUIClients(t *testing.T) {
-	dsn := os.Getenv("ENGINE_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		t.Skip("ENGINE_TEST_POSTGRES_DSN is not set: the AG-UI client test needs Postgres (CI sets it)")
-	}
+	dsn := testenv.PostgresDSN(t, "the AG-UI client test")
 	if testing.Short() {
 		t.Skip("-short: the AG-UI client test builds and starts processes")
 	}
@@ -32,8 +30,8 @@ func TestAGUIClients(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not installed: the AG-UI client test runs AG-UI's own TypeScript client")
 	}
-	dsn = isolatedSchema(t, dsn)
-	bin := buildBinary(t)
+	dsn = testenv.Schema(t, dsn, "conformance_")
+	bin := testenv.Build(t, ".")
 	model := openaitest.NewServerFunc(scriptedAssistant)
 	defer model.Close()
 	env := []string{
@@ -49,9 +47,9 @@ func TestAGUIClients(t *testing.T) {
 	out := t.TempDir()
 	cmd := exec.Command("node", filepath.Join("aguiclient", "scenarios.mjs"))
 	cmd.Env = append(os.Environ(),
-		"AGUI_A="+a.url, "AGUI_B="+b.url, "AGUI_C="+c.url, "AGUI_OUT="+out,
-		"AGUI_TOKEN="+signIn(t, a.url, "alice@example.com"),
-		"AGUI_FOREIGN="+signIn(t, a.url, "carol@example.com"))
+		"AGUI_A="+a.URL, "AGUI_B="+b.URL, "AGUI_C="+c.URL, "AGUI_OUT="+out,
+		"AGUI_TOKEN="+signIn(t, a.URL, "alice@example.com"),
+		"AGUI_FOREIGN="+signIn(t, a.URL, "carol@example.com"))
 	res, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("HttpAgent scenarios failed: %v\n%s", err, res)

@@ -21,6 +21,7 @@ import (
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
 	"github.com/bbc28f59/engine/gate"
+	"github.com/bbc28f59/engine/internal/testenv"
 	"github.com/bbc28f59/engine/store"
 )
 
@@ -257,11 +258,8 @@ func TestSignInLimitsAcrossInstances(t *testing.T) {
 			return [2]*env{e, e}
 		}},
 		{"postgres", func(t *testing.T) [2]*env {
-			dsn := os.Getenv("ENGINE_TEST_POSTGRES_DSN")
-			if dsn == "" {
-				t.Skip("ENGINE_TEST_POSTGRES_DSN is not set: skipping the two instances on Postgres")
-			}
-			dsn = isolatedSchema(t, dsn)
+			dsn := testenv.PostgresDSN(t, "the two instances on Postgres")
+			dsn = testenv.Schema(t, dsn, "conformance_")
 			var envs [2]*env
 			for i := range envs {
 				e := &env{Journal: dsn, Password: "correct horse battery staple", Logger: logger}
@@ -347,9 +345,9 @@ func TestSignInFlood(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the flood test builds and starts the app")
 	}
-	bin := buildBinary(t)
+	bin := testenv.Build(t, ".")
 	in := startInstance(t, bin, "flood", []string{"ENGINE_JOURNAL=memory"})
-	status := fmt.Sprintf("/proc/%d/status", in.cmd.Process.Pid)
+	status := fmt.Sprintf("/proc/%d/status", in.Pid())
 	if _, err := os.ReadFile(status); err != nil {
 		t.Skipf("cannot read %s (%v): resident memory cannot be measured here", status, err)
 	}
@@ -372,14 +370,14 @@ func TestSignInFlood(t *testing.T) {
 	}
 	// Start the high-water mark afresh (Linux 4.0 and later); where it cannot be, the
 	// peak includes start-up, which only makes the check stricter.
-	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", in.cmd.Process.Pid), []byte("5"), 0)
+	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", in.Pid()), []byte("5"), 0)
 	before := memKiB("VmRSS")
 
 	// 7 addresses of 29 attempts or fewer stay under 30 a minute each. Every tenth
 	// attempt is for bob, a known user (his failures may lock him: 429).
 	var clients []*http.Client
 	for i := range 7 {
-		clients = append(clients, fromIP(t, fmt.Sprintf("127.0.0.%d", 10+i), in.url))
+		clients = append(clients, fromIP(t, fmt.Sprintf("127.0.0.%d", 10+i), in.URL))
 	}
 	answers := make([]answer, 200)
 	var wg sync.WaitGroup
@@ -388,7 +386,7 @@ func TestSignInFlood(t *testing.T) {
 		if i%10 == 0 {
 			email = "bob@example.com"
 		}
-		wg.Go(func() { answers[i] = signInAt(clients[i%len(clients)], in.url, email, "wrong password") })
+		wg.Go(func() { answers[i] = signInAt(clients[i%len(clients)], in.URL, email, "wrong password") })
 	}
 	wg.Wait()
 	grew := memKiB("VmHWM") - before

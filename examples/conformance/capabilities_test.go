@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bbc28f59/engine/ai"
+	"github.com/bbc28f59/engine/internal/testenv"
 )
 
 // TestAssistantCapabilities reads the assistant's AG-UI capabilities from a real process:
@@ -17,8 +18,8 @@ func TestAssistantCapabilities(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the capabilities test builds and starts the app")
 	}
-	in := startInstance(t, buildBinary(t), "caps", []string{"ENGINE_JOURNAL=memory"})
-	res, err := http.Get(in.url + "/chat/capabilities")
+	in := startInstance(t, testenv.Build(t, "."), "caps", []string{"ENGINE_JOURNAL=memory"})
+	res, err := http.Get(in.URL + "/chat/capabilities")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bbc28f59/engine/internal/testenv"
 )
 
 // TestHTTPEdge checks the rows of "The HTTP edge" that are the app's own (the sign-in
@@ -17,10 +19,10 @@ func TestHTTPEdge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the edge test builds and starts the app")
 	}
-	bin := buildBinary(t)
+	bin := testenv.Build(t, ".")
 	in := startInstance(t, bin, "edge", []string{"ENGINE_JOURNAL=memory", "ENGINE_BODY_TIMEOUT=300ms",
 		"ENGINE_TRUSTED_ORIGINS=https://console.example.com, https://app.example.com"})
-	addr := strings.TrimPrefix(in.url, "http://")
+	addr := strings.TrimPrefix(in.URL, "http://")
 
 	exchange := func(t *testing.T, request string) (int, string) {
 		t.Helper()
@@ -77,11 +79,11 @@ func TestHTTPEdge(t *testing.T) {
 			{"https://console.example.com", "cross-site", http.StatusOK}, // trusted
 			{"https://evil.example", "cross-site", http.StatusForbidden}, // any other page
 			{"https://evil.example", "", http.StatusForbidden},           // an older browser
-			{in.url, "same-origin", http.StatusOK},                       // the app's own pages
+			{in.URL, "same-origin", http.StatusOK},                       // the app's own pages
 			{"https://evil.example", "same-site", http.StatusForbidden},  // a sibling subdomain
 			{"null", "cross-site", http.StatusForbidden},                 // a sandboxed frame
 		} {
-			req, _ := http.NewRequest(http.MethodPost, in.url+"/_engine/math/add", strings.NewReader(`{"a":1,"b":2}`))
+			req, _ := http.NewRequest(http.MethodPost, in.URL+"/_engine/math/add", strings.NewReader(`{"a":1,"b":2}`))
 			req.Header.Set("Content-Type", "text/plain") // what a form or fetch without preflight sends
 			if c.origin != "" {
 				req.Header.Set("Origin", c.origin)

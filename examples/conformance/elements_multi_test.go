@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bbc28f59/engine/clientx"
+	"github.com/bbc28f59/engine/internal/testenv"
 )
 
 // TestMultiInstanceElements runs two real processes of this app on one Postgres database:
@@ -22,15 +22,12 @@ import (
 // while one instance is killed and restarted. It takes about 35 s.
 func TestMultiInstanceElements(t *testing.T) {
 	const wantTicks, wantMessages = 30, 1000
-	dsn := os.Getenv("ENGINE_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		t.Skip("ENGINE_TEST_POSTGRES_DSN is not set: the multi-instance test needs Postgres (CI sets it)")
-	}
+	dsn := testenv.PostgresDSN(t, "the multi-instance test")
 	if testing.Short() {
 		t.Skip("-short: the multi-instance test builds and starts processes")
 	}
-	dsn = isolatedSchema(t, dsn)
-	bin := buildBinary(t)
+	dsn = testenv.Schema(t, dsn, "conformance_")
+	bin := testenv.Build(t, ".")
 	env := []string{
 		"ENGINE_JOURNAL=" + dsn,
 		"ENGINE_TICK=1s",
@@ -47,7 +44,7 @@ func TestMultiInstanceElements(t *testing.T) {
 		}
 		return c
 	}
-	aliceA, bobB := client(a.url, "alice@example.com"), client(b.url, "bob@example.com")
+	aliceA, bobB := client(a.URL, "alice@example.com"), client(b.URL, "bob@example.com")
 
 	// Signal: park on A, pay through B, poll A.
 	placed := clientx.Call(ctx, aliceA, Place, PlaceIn{Item: "tea"})
@@ -72,7 +69,7 @@ func TestMultiInstanceElements(t *testing.T) {
 	per := wantMessages / posters
 	total := per * posters
 	collectors := map[string]string{}
-	for name, c := range map[string]*clientx.Client{"a": aliceA, "b": client(b.url, "alice@example.com")} {
+	for name, c := range map[string]*clientx.Client{"a": aliceA, "b": client(b.URL, "alice@example.com")} {
 		r := clientx.Call(ctx, c, Collect, CollectIn{Room: "load", Count: total})
 		if !r.Meta.Parked {
 			t.Fatalf("chat.collect on %s: %+v %v", name, r.Meta, r.Error)
@@ -81,9 +78,9 @@ func TestMultiInstanceElements(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for i := range posters {
-		base := a.url
+		base := a.URL
 		if i%2 == 1 {
-			base = b.url
+			base = b.URL
 		}
 		c := client(base, "alice@example.com")
 		wg.Add(1)
@@ -120,7 +117,7 @@ func TestMultiInstanceElements(t *testing.T) {
 			t.Fatalf("%s: %d messages, want %d", what, len(msgs), total)
 		}
 	}
-	for _, c := range []*clientx.Client{aliceA, client(b.url, "alice@example.com")} {
+	for _, c := range []*clientx.Client{aliceA, client(b.URL, "alice@example.com")} {
 		var all []ChatMessage
 		for {
 			h := clientx.Call(ctx, c, History, HistoryIn{Room: "load", After: int64(len(all))})
@@ -148,7 +145,7 @@ func TestMultiInstanceElements(t *testing.T) {
 	t.Logf("%d messages from %d posters on two instances: history and both receiving runs read each once, in order", total, posters)
 
 	// Clock: let ticks run, kill A, restart it, and check no tick is missing or doubled.
-	ops := client(b.url, "ops@example.com")
+	ops := client(b.URL, "ops@example.com")
 	ticks := func() []TickRecord {
 		r := clientx.Call(ctx, ops, Ticks, struct{}{})
 		if r.Error != nil {
@@ -168,7 +165,7 @@ func TestMultiInstanceElements(t *testing.T) {
 	n := wantTicks
 	killAt := len(ticks()) + 2
 	waitTicks(killAt)
-	a.kill(t)
+	kill(t, a)
 	waitTicks(killAt + n/3)
 	startInstance(t, bin, "a", env)
 	waitTicks(max(n, killAt+2*n/3))

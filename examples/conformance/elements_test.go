@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -19,35 +17,9 @@ import (
 func elementParts(t *testing.T, tick string) *httptest.Server {
 	t.Helper()
 	t.Setenv("ENGINE_TICK", tick)
-	e := &env{Journal: "memory", Instance: "solo", Password: "correct horse battery staple", Logger: slog.New(slog.DiscardHandler)}
-	db, err := openDB(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.DB = db
-	t.Cleanup(func() { _ = db.Close() })
-	ctx := context.Background()
-	var opts []engine.Option
-	for _, p := range parts {
-		switch p.name {
-		case "auth", "admin", "journal", "elements":
-			o, err := p.build(ctx, e)
-			if err != nil {
-				t.Fatal(err)
-			}
-			opts = append(opts, o)
-		}
-	}
-	app, err := engine.New(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = app.Close(context.Background()) })
-	srv := httptest.NewServer(app.Handler())
-	t.Cleanup(srv.Close)
+	e := memoryEnv(t)
+	e.Instance = "solo"
+	_, srv := serveParts(t, e, "auth", "admin", "journal", "elements")
 	return srv
 }
 

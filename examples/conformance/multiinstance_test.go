@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,14 +14,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/bbc28f59/engine/ai/providers/openai/openaitest"
 	"github.com/bbc28f59/engine/clientx/agent"
-	"github.com/jackc/pgx/v5"
+	"github.com/bbc28f59/engine/internal/testenv"
 )
 
 // TestMultiInstance runs real processes of this app on one Postgres database: a run
@@ -34,16 +28,12 @@ import (
 // a run is killed mid-stream on a new A; B takes it over once the lease expires, without
 // calling the model again for the recorded steps.
 func TestMultiInstance(t *testing.T) {
-	dsn := os.Getenv("ENGINE_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		t.Skip("ENGINE_TEST_POSTGRES_DSN is not set: the multi-instance test needs Postgres (CI sets it)")
-	}
+	dsn := testenv.PostgresDSN(t, "the multi-instance test")
 	if testing.Short() {
 		t.Skip("-short: the multi-instance test builds and starts processes")
 	}
-	ctx := context.Background()
-	dsn = isolatedSchema(t, dsn)
-	bin := buildBinary(t)
+	dsn = testenv.Schema(t, dsn, "conformance_")
+	bin := testenv.Build(t, ".")
 
 	// One fake model for both scenarios, routed by the conversation's first message.
 	transferModel := openaitest.NewServer(
@@ -68,23 +58,23 @@ func TestMultiInstance(t *testing.T) {
 	}
 	a := startInstance(t, bin, "a", env)
 	b := startInstance(t, bin, "b", env)
-	token := signIn(t, a.url, "alice@example.com")
+	token := signIn(t, a.URL, "alice@example.com")
 
 	// Scenario 1: park on A, kill A, approve and follow through B.
-	live := postStream(t, a.url+"/chat", token, `{"message":"transfer 500 to bob"}`)
+	live := postStream(t, a.URL+"/chat", token, `{"message":"transfer 500 to bob"}`)
 	fin := lastOfType(t, live, "RUN_FINISHED")
 	interrupts := fin["outcome"].(map[string]any)["interrupts"].([]any)
 	id := interrupts[0].(map[string]any)["id"].(string)
 	runID := fin["runId"].(string)
-	a.kill(t)
+	kill(t, a)
 
-	status, body := postJSON(t, b.url+"/agent/approvals/approve", token, `{"id":"`+id+`"}`)
+	status, body := postJSON(t, b.URL+"/agent/approvals/approve", token, `{"id":"`+id+`"}`)
 	if status != http.StatusOK || body != `{"data":{"ok":true},"error":null}` {
 		t.Fatalf("approve through B: %d %s", status, body)
 	}
-	events := follow(t, b.url, runID, token)
+	events := follow(t, b.URL, runID, token)
 	checkRun(t, events, "Transferred 500 to bob.")
-	verifyAGUI(t, b.url, runID, token)
+	verifyAGUI(t, b.URL, runID, token)
 	if n := transferModel.RequestCount(); n != 2 {
 		t.Errorf("the transfer conversation called the model %d times, want 2 (one per recorded step)", n)
 	}
@@ -92,9 +82,9 @@ func TestMultiInstance(t *testing.T) {
 	// Scenario 2: kill A mid-stream; B takes the run over after the lease expires.
 	a2 := startInstance(t, bin, "a2", env)
 	runID2 := streamUntilKilled(t, a2, token, `{"message":"weather in Paris"}`)
-	events2 := follow(t, b.url, runID2, token)
+	events2 := follow(t, b.URL, runID2, token)
 	checkRun(t, events2, "done.")
-	verifyAGUI(t, b.url, runID2, token)
+	verifyAGUI(t, b.URL, runID2, token)
 	lost := 0
 	for _, ev := range events2 {
 		if ev.typ == "RUN_ERROR" && ev.obj["code"] == "WorkerLost" {
@@ -120,7 +110,6 @@ func TestMultiInstance(t *testing.T) {
 	if byTurn[1] != 2 {
 		t.Errorf("the interrupted second step ran %d times, want 2 (once on A, once resumed on B)", byTurn[1])
 	}
-	_ = ctx
 }
 
 // verifyAGUI checks the run's whole follow stream with the AG-UI protocol's own client
@@ -150,111 +139,18 @@ func verifyAGUI(t *testing.T, base, runID, token string) {
 	}
 }
 
-type instance struct {
-	name string
-	url  string
-	cmd  *exec.Cmd
-	once sync.Once
+// startInstance starts one process of the app, named name, stopped at the test's end.
+func startInstance(t *testing.T, bin, name string, env []string) *testenv.Process {
+	t.Helper()
+	return testenv.StartProcess(t, bin, testenv.ProcessOptions{Name: name, Env: env})
 }
 
-func (in *instance) kill(t *testing.T) {
+// kill ends in with SIGKILL, as a crash would.
+func kill(t *testing.T, in *testenv.Process) {
 	t.Helper()
-	in.once.Do(func() {
-		if err := in.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatalf("kill %s: %v", in.name, err)
-		}
-		_, _ = in.cmd.Process.Wait()
-	})
-}
-
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "conformance")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-func startInstance(t *testing.T, bin, name string, env []string) *instance {
-	t.Helper()
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Env = append(cmd.Env, "ENGINE_ADDR=127.0.0.1:0", "ENGINE_INSTANCE="+name)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	if err := in.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	in := &instance{name: name, cmd: cmd}
-	t.Cleanup(func() {
-		in.once.Do(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan struct{})
-			go func() { _, _ = cmd.Process.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				_ = cmd.Process.Kill()
-			}
-		})
-		if t.Failed() {
-			t.Logf("instance %s stderr:\n%s", name, stderr.String())
-		}
-	})
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				ready <- u
-			}
-		}
-	}()
-	select {
-	case u := <-ready:
-		in.url = u
-	case <-time.After(60 * time.Second):
-		t.Fatalf("instance %s did not get ready:\n%s", name, stderr.String())
-	}
-	return in
-}
-
-// isolatedSchema creates a schema of its own for this test and returns a DSN using it.
-func isolatedSchema(t *testing.T, dsn string) string {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connecting to Postgres: %v", err)
-	}
-	defer conn.Close(ctx)
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	schema := "conformance_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), dsn)
-		if err == nil {
-			_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-			_ = c.Close(context.Background())
-		}
-	})
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // routeModels serves one base URL that sends each chat-completions request to the fake
@@ -366,9 +262,9 @@ func lastOfType(t *testing.T, evs []event, typ string) map[string]any {
 
 // streamUntilKilled starts a run on in and kills the process once the model's slow
 // second turn is streaming; it returns the agent run id.
-func streamUntilKilled(t *testing.T, in *instance, token, body string) string {
+func streamUntilKilled(t *testing.T, in *testenv.Process, token, body string) string {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, in.url+"/chat", strings.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, in.URL+"/chat", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -383,7 +279,7 @@ func streamUntilKilled(t *testing.T, in *instance, token, body string) string {
 		case "TEXT_MESSAGE_CONTENT":
 			deltas++
 			if deltas == 5 {
-				in.kill(t)
+				kill(t, in)
 				return false
 			}
 		}

@@ -4,15 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 
+	"github.com/bbc28f59/engine/internal/testenv"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/postgres"
 	"github.com/bbc28f59/engine/journal/journaltest"
@@ -21,23 +18,13 @@ import (
 // dsn returns the test database or skips, saying why.
 func dsn(tb testing.TB) string {
 	tb.Helper()
-	v := os.Getenv("ENGINE_TEST_POSTGRES_DSN")
-	if v == "" {
-		tb.Skip("ENGINE_TEST_POSTGRES_DSN is not set; skipping Postgres tests (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	return v
+	return testenv.PostgresDSN(tb, "the Postgres tests")
 }
 
 // openDB opens a pgx pool as a *bun.DB, closed at cleanup.
 func openDB(tb testing.TB) *bun.DB {
 	tb.Helper()
-	pool, err := pgxpool.New(context.Background(), dsn(tb))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	db := bun.NewDB(stdlib.OpenDBFromPool(pool), pgdialect.New())
-	tb.Cleanup(func() { _ = db.Close(); pool.Close() })
-	return db
+	return testenv.PostgresDB(tb, dsn(tb))
 }
 
 // uniquePrefix isolates one test's tables.
