@@ -44,8 +44,8 @@ var DecideFlow = engine.Define[DecideIn, Decided](runsUnit, "decide",
 // and only runs of their own tenant: another tenant's run is NotFound exactly as an
 // unknown one, so run ids reveal nothing. The flow is gated, so the app needs an
 // authenticator; opts add gates of your own (a scope, a rate limit).
-// Replies: {ok: true}; NotFound for an unknown run or key, or one that is not parked
-// under it; Conflict when already decided; JournalLeaseBusy (with Retry-After) when
+// Replies: {ok: true}; NotFound for an unknown run or key, one that is not parked
+// under it, or a wait for a signal or a channel's message (set or publish instead); Conflict when already decided; JournalLeaseBusy (with Retry-After) when
 // another worker holds the run. A decision wakes the run on whichever instance claims it.
 func Decisions(opts ...engine.BindOption) engine.Option {
 	return engine.Bind(DecideFlow, decide, opts...)
@@ -83,6 +83,18 @@ func decide(fx *engine.Fx, in DecideIn) (Decided, error) {
 	}
 	if err != nil {
 		return Decided{}, err
+	}
+	// A wait for a signal or a message is decided by setting the signal or publishing,
+	// never by an operator's approve or deny (which the wait would take for the value).
+	parks, err := j.Driver().ListParks(fx.Context(), in.RunID)
+	if err != nil {
+		return Decided{}, MapError(err)
+	}
+	for _, pk := range parks {
+		if pk.Key == in.Key && pk.Topic != "" {
+			return Decided{}, engine.NewError(engine.CodeNotFound, map[string]any{
+				"message": "the run waits there for a signal or a message, not a decision"})
+		}
 	}
 	if err := j.Decide(fx.Context(), in.RunID, in.Key, journal.Decision{Kind: kind, Payload: in.Payload}); err != nil {
 		return Decided{}, MapError(err)

@@ -28,7 +28,11 @@ func (headerAuth) Authenticate(r *http.Request) (*engine.Principal, error) {
 	return &engine.Principal{ID: parts[0], Tenant: parts[1], Operator: len(parts) > 2 && parts[2] == "operator"}, nil
 }
 
-var holdFlow = engine.Define[PlaceIn, PlaceOut](orders, "hold", engine.Durable())
+var (
+	holdFlow = engine.Define[PlaceIn, PlaceOut](orders, "hold", engine.Durable())
+	// holdPaid is what a hold of item "wait for payment" waits for, under key "o1".
+	holdPaid = durable.NewSignal[string]("hold.paid")
+)
 
 type decideSetup struct {
 	srv *httptest.Server
@@ -43,6 +47,10 @@ func newDecideSetup(t *testing.T) *decideSetup {
 	}
 	app, err := engine.New(durable.With(j), durable.Decisions(), engine.WithAuthenticator(headerAuth{}),
 		engine.Bind(holdFlow, func(fx *engine.Fx, in PlaceIn) (PlaceOut, error) {
+			if in.Item == "wait for payment" {
+				by, err := holdPaid.Wait(fx, "o1", time.Time{})
+				return PlaceOut{Item: "paid by " + by}, err
+			}
 			dec, err := durable.Park(fx, "confirm", time.Time{}, in)
 			if err != nil {
 				return PlaceOut{}, err
@@ -131,6 +139,33 @@ func TestDecisionsDecideAPlainParkOverHTTP(t *testing.T) {
 				t.Fatalf("a second decision: %d %v", res.Status, res.Error)
 			}
 		})
+	}
+}
+
+// A wait for a signal is not a decision: an operator's approve (which the wait would
+// take for the signal's value) is NotFound, and the run goes on waiting for the signal.
+func TestDecisionsDoNotDecideAWaitForASignal(t *testing.T) {
+	t.Parallel()
+	d := newDecideSetup(t)
+	res := clientx.Call(t.Context(), d.client(t, "u1,acme"), holdFlow, PlaceIn{Item: "wait for payment"})
+	if !res.OK() || !res.Meta.Parked {
+		t.Fatalf("hold did not park: %+v %v", res.Meta, res.Error)
+	}
+	id := res.Meta.RunID
+	in := durable.DecideIn{RunID: id, Key: journal.SignalTopic("hold.paid", "o1"), Decision: "approve", Payload: json.RawMessage(`"an operator"`)}
+	dec := clientx.Call(t.Context(), d.client(t, "op,acme,operator"), durable.DecideFlow, in)
+	if !engine.IsCode(dec.Error, engine.CodeNotFound) || dec.Status != http.StatusNotFound {
+		t.Fatalf("deciding a signal's wait: %d %v, want 404 NotFound", dec.Status, dec.Error)
+	}
+	if rec, err := d.j.GetRun(t.Context(), id); err != nil || rec.Status != journal.StatusParked {
+		t.Fatalf("the run after the refused decision: %+v %v, want still parked", rec, err)
+	}
+	if _, err := d.j.SetSignal(t.Context(), "hold.paid", "o1", json.RawMessage(`"bob"`), true); err != nil {
+		t.Fatal(err)
+	}
+	rec := d.waitRun(t, id)
+	if rec.Status != journal.StatusCompleted || string(rec.Output) != `{"item":"paid by bob","charged":0,"verdict":""}` {
+		t.Fatalf("run after the signal: %s %s", rec.Status, rec.Output)
 	}
 }
 

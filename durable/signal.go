@@ -107,7 +107,8 @@ func (s *Signal[T]) Get(fx *engine.Fx, key string) (T, bool, error) {
 // returns any error: the run parks (the caller is answered 202 with its run id) and runs
 // again, on whichever instance claims it, when the value is set; this call then returns
 // it. A zero deadline is the journal's default (24 h); past it, Wait returns
-// [ErrTimedOut], by the journal's clock, across restarts. Only durable flows wait.
+// [ErrTimedOut], by the journal's clock, across restarts; calling Wait again then waits
+// again, with the new deadline. Only durable flows wait.
 func (s *Signal[T]) Wait(fx *engine.Fx, key string, deadline time.Time) (T, error) {
 	var out T
 	e, ok := execKey.Call(fx)

@@ -40,6 +40,7 @@ type Run struct {
 	logs    []*LogWriter     // open writers of the run's streams, committed with its steps
 	broken  error            // set when a step was not recorded: the execution records no more
 	cursors map[string]int64 // channel topic → seq of the last message received
+	waits   map[string]int   // signal topic → waits made by this execution
 	done    bool             // lease released, lost, or run ended
 }
 

@@ -99,16 +99,24 @@ func (j *Journal) SubscribeChannel(channel string) (<-chan struct{}, func()) {
 // when it was set before), or nil while the run must suspend ([Run.Suspend]) until it is
 // set; the journal then resumes the run, on whichever instance claims it. A wait whose
 // deadline passed first returns [ErrTimedOut]. A zero deadline is
-// [Options.ApprovalDeadline] from now. A run waits for one signal and key once: a second
-// wait returns what the first got.
+// [Options.ApprovalDeadline] from now. Each wait of an execution is a park of its own, so
+// a wait after one that timed out waits again, with its own deadline, and a wait after
+// the signal has a value returns its latest value at once.
 func (r *Run) WaitSignal(ctx context.Context, name, key string, deadline time.Time) (*Decision, error) {
 	topic := SignalTopic(name, key)
-	d, err := r.parkOn(ctx, ParkRecord{Key: topic, Deadline: deadline, Topic: topic})
+	parkKey := topic
+	if n := r.nextWait(topic); n > 0 {
+		parkKey += "#" + strconv.Itoa(n)
+	}
+	d, err := r.parkOn(ctx, ParkRecord{Key: parkKey, Deadline: deadline, Topic: topic})
 	if err != nil || d == nil {
 		return nil, err
 	}
-	if d.Kind == DecisionTimeout {
+	switch d.Kind {
+	case DecisionTimeout:
 		return nil, fmt.Errorf("%w: signal %s under %q", ErrTimedOut, name, key)
+	case DecisionDeny:
+		return nil, fmt.Errorf("journal: the wait for signal %s under %q was denied, not set", name, key)
 	}
 	return d, nil
 }
@@ -119,40 +127,94 @@ func (r *Run) WaitSignal(ctx context.Context, name, key string, deadline time.Ti
 // messages. When none is there it parks on the channel and returns nil: the run must
 // suspend ([Run.Suspend]) and resumes once a message is published. A wait whose deadline
 // passed first returns [ErrTimedOut]; a zero deadline is [Options.ApprovalDeadline] from
-// now.
+// now. Messages retention removed before the run read them are not waited for: the park
+// waits for one published after the channel's latest.
 func (r *Run) Receive(ctx context.Context, channel string, deadline time.Time) (*Message, error) {
 	topic := ChannelTopic(channel)
 	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		after := r.cursor(topic)
 		out, err := r.Step(ctx, "receive "+channel, func(ctx context.Context) (json.RawMessage, error) {
-			msgs, err := r.j.d.ReadMessages(ctx, topic, after, 1)
-			if err != nil || len(msgs) == 0 {
-				return json.RawMessage("null"), err
-			}
-			return json.Marshal(msgs[0])
+			return r.receiveOnce(ctx, topic, after)
 		})
 		if err != nil {
 			return nil, err
 		}
-		var m *Message
-		if err := json.Unmarshal(out, &m); err != nil {
+		var got *receiveStep
+		if err := json.Unmarshal(out, &got); err != nil {
 			return nil, fmt.Errorf("journal: run %s recorded %s for a receive, not a message", r.ID, out)
 		}
-		if m != nil {
-			r.setCursor(topic, m.Seq)
-			return m, nil
+		if got != nil && got.Seq > 0 {
+			r.setCursor(topic, got.Seq)
+			return &got.Message, nil
+		}
+		waitAfter := after
+		if got != nil {
+			waitAfter = max(after, got.Latest)
 		}
 		// The attempt keeps parks apart when a message seen by a park is gone by the read
 		// (retention): the next park waits for the one after.
-		key := topic + "@" + strconv.FormatInt(after, 10) + "#" + strconv.Itoa(attempt)
-		d, err := r.parkOn(ctx, ParkRecord{Key: key, Deadline: deadline, Topic: topic, After: after})
+		key := topic + "@" + strconv.FormatInt(waitAfter, 10) + "#" + strconv.Itoa(attempt)
+		d, err := r.parkOn(ctx, ParkRecord{Key: key, Deadline: deadline, Topic: topic, After: waitAfter})
 		if err != nil || d == nil {
 			return nil, err
 		}
-		if d.Kind == DecisionTimeout {
+		switch d.Kind {
+		case DecisionTimeout:
 			return nil, fmt.Errorf("%w: channel %s", ErrTimedOut, channel)
+		case DecisionDeny:
+			return nil, fmt.Errorf("journal: the receive on channel %s was denied", channel)
 		}
 	}
+}
+
+// receiveOnce reads the first message of topic after seq after, or, when there is none,
+// the channel's latest seq (above after when retention removed the messages after it).
+// The latest seq is read before a second look for a message: with none after after even
+// then, every message up to it is gone and one published since has a seq above it, so a
+// park that waits after it misses nothing.
+func (r *Run) receiveOnce(ctx context.Context, topic string, after int64) (json.RawMessage, error) {
+	first := func() (json.RawMessage, error) {
+		msgs, err := r.j.d.ReadMessages(ctx, topic, after, 1)
+		if err != nil || len(msgs) == 0 {
+			return nil, err
+		}
+		return json.Marshal(msgs[0])
+	}
+	if m, err := first(); m != nil || err != nil {
+		return m, err
+	}
+	latest := int64(0)
+	if v, err := r.j.d.GetSignal(ctx, topic); err == nil {
+		latest = v.Version
+	} else if !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	if m, err := first(); m != nil || err != nil {
+		return m, err
+	}
+	return json.Marshal(receiveStep{Latest: latest})
+}
+
+// receiveStep is what a receive records: the message, or (Seq 0) none with the
+// channel's latest seq at the read.
+type receiveStep struct {
+	Message
+	Latest int64 `json:"latest,omitempty"`
+}
+
+// nextWait counts this execution's waits for topic: 0 for the first.
+func (r *Run) nextWait(topic string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.waits == nil {
+		r.waits = map[string]int{}
+	}
+	n := r.waits[topic]
+	r.waits[topic] = n + 1
+	return n
 }
 
 // cursor returns the seq of the last message this run received on topic.

@@ -165,6 +165,45 @@ func topicCases() []testCase {
 				t.Fatalf("a value after the timeout is still stored: %v", err)
 			}
 		}},
+		{"Signals/AWaitAfterATimeoutWaitsAgain", func(t *testing.T, e *env) {
+			// A run answers a timeout by waiting again: the second wait is a park of its
+			// own, with its own deadline, and gets the value set after the first timed out.
+			var o outcomes
+			first := e.clock.Now().Add(time.Minute)
+			second := first.Add(time.Hour)
+			body := func(ctx context.Context, r *journal.Run) {
+				d, err := r.WaitSignal(ctx, "paid", r.ID, first)
+				if errors.Is(err, journal.ErrTimedOut) {
+					d, err = r.WaitSignal(ctx, "paid", r.ID, second)
+				}
+				switch {
+				case err != nil:
+					o.set(r.ID, "a", "error: "+err.Error())
+					_ = r.Fail(ctx, err.Error())
+				case d == nil:
+					_ = r.Suspend(ctx)
+				default:
+					o.set(r.ID, "a", string(d.Payload))
+					_ = r.Complete(ctx, d.Payload)
+				}
+			}
+			a := e.journal("a", func(opt *journal.Options) { opt.Resumer = body })
+			r := e.begin(a)
+			body(e.ctx, r)
+			e.clock.Advance(2 * time.Minute)
+			_, err := a.RecoverOnce(e.ctx) // times the first wait out; the run waits again
+			must(t, "RecoverOnce", err)
+			waitFor(t, "the run to park again", func() bool {
+				parks, err := e.d.ListParks(e.ctx, r.ID)
+				return err == nil && len(parks) == 2 && e.run(r.ID).Status == journal.StatusParked
+			})
+			_, err = a.SetSignal(e.ctx, "paid", r.ID, json.RawMessage(`"late"`), true)
+			must(t, "SetSignal", err)
+			waitFor(t, "run "+r.ID+" to end", e.completed(r.ID))
+			if v, _, _ := o.get(r.ID); v != `"late"` {
+				t.Fatalf("the second wait ended with %s, want the value set after the first timed out", v)
+			}
+		}},
 		{"Signals/ASetRacingAWaitNeverLosesIt", func(t *testing.T, e *env) {
 			var o outcomes
 			a := e.journal("a", func(opt *journal.Options) { opt.Resumer = waitSignalRun(&o, "a", time.Time{}) })
@@ -376,6 +415,40 @@ func topicCases() []testCase {
 			waitFor(t, "the run to end", e.completed(r.ID))
 			if !errors.Is(got, journal.ErrTimedOut) {
 				t.Fatalf("receive after the deadline: %v, want ErrTimedOut", got)
+			}
+		}},
+		{"Channels/AReceiveAfterRetentionWaitsForTheNextMessage", func(t *testing.T, e *env) {
+			// Every message the run would have read is gone: the receive parks once, for
+			// a message after the channel's latest, and gets the next one published.
+			var o outcomes
+			j := e.journal("a", func(opt *journal.Options) {
+				opt.ChannelRetention = time.Hour
+				opt.Resumer = receiveRun(&o, "a", "room", 1)
+			})
+			for range 3 {
+				_, err := j.Publish(e.ctx, "room", json.RawMessage(`"old"`))
+				must(t, "Publish", err)
+			}
+			e.clock.Advance(2 * time.Hour)
+			_, err := j.CleanupOnce(e.ctx)
+			must(t, "CleanupOnce", err)
+			r := e.begin(j)
+			ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
+			defer cancel()
+			receiveRun(&o, "a", "room", 1)(ctx, r)
+			if rec := e.run(r.ID); rec.Status != journal.StatusParked {
+				t.Fatalf("a receive with every message expired: run %s, want parked", rec.Status)
+			}
+			parks, err := e.d.ListParks(e.ctx, r.ID)
+			must(t, "ListParks", err)
+			if len(parks) != 1 || parks[0].Decision != nil || parks[0].After != 3 {
+				t.Fatalf("parks %+v, want one pending, waiting after seq 3", parks)
+			}
+			_, err = j.Publish(e.ctx, "room", json.RawMessage(`"next"`))
+			must(t, "Publish", err)
+			waitFor(t, "run "+r.ID+" to end", e.completed(r.ID))
+			if v, _, _ := o.get(r.ID); v != `["4:\"next\""]` {
+				t.Fatalf("run received %s, want the next message", v)
 			}
 		}},
 		{"Channels/RetentionDeletesOldMessagesAndSeqsGoOn", func(t *testing.T, e *env) {

@@ -324,7 +324,26 @@ func (d *Driver) Decide(_ context.Context, runID, key, owner string, dec journal
 	}
 	dec.Payload = clone(dec.Payload)
 	p.Decision = &dec
+	if p.Topic != "" {
+		d.unwait(p.Topic, e)
+	}
 	return journal.DecideResult{Runnable: e.runnable()}, nil
+}
+
+// unwait forgets that run e waits on topic, once none of its parks there is pending (a
+// wait timed out or was decided). Caller holds d.mu.
+func (d *Driver) unwait(topic string, e *entry) {
+	for _, p := range e.parks {
+		if p.Topic == topic && p.Decision == nil {
+			return
+		}
+	}
+	if w := d.waiting[topic]; w != nil {
+		delete(w, e.rec.ID)
+		if len(w) == 0 {
+			delete(d.waiting, topic)
+		}
+	}
 }
 
 // runnable reports a parked run with no pending park. Caller holds d.mu.

@@ -39,6 +39,9 @@ func TestTopicWaitersIndex(t *testing.T) {
 	if _, err := d.Decide(ctx, "timed-out", sig, "", journal.Decision{Kind: journal.DecisionTimeout}, now); err != nil {
 		t.Fatal(err)
 	}
+	if _, ok := d.waiting[sig]["timed-out"]; ok || len(d.waiting[sig]) != 1 {
+		t.Fatalf("a timed-out wait is still indexed (a signal keyed by unique ids would grow the index): %v", d.waiting[sig])
+	}
 
 	if _, runnable, err := d.SetSignal(ctx, sig, []byte(`"paid"`), true, now); err != nil || !slices.Equal(runnable, []string{"waits-signal"}) {
 		t.Fatalf("SetSignal: runnable %v (%v), want [waits-signal]", runnable, err)

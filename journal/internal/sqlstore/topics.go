@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/bbc28f59/engine/journal"
@@ -81,13 +83,36 @@ func (s *Store) approveWaiters(ctx context.Context, tx *txq, topic string, versi
 	if err := rows.Close(); err != nil {
 		return nil, err
 	}
-	var runnable []string
-	for _, id := range decided {
-		var pending int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+s.parks+` WHERE run_id = ? AND decision_kind = ''`, id).Scan(&pending); err != nil {
+	if len(decided) == 0 {
+		return nil, nil
+	}
+	// One query for a thousand decided runs: those with a park still pending stay parked.
+	pending := map[string]bool{}
+	for batch := range slices.Chunk(decided, 1000) {
+		args := make([]any, len(batch))
+		for i, id := range batch {
+			args[i] = id
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT run_id FROM `+s.parks+` WHERE decision_kind = '' AND run_id IN (`+
+			strings.TrimSuffix(strings.Repeat("?,", len(batch)), ",")+`)`, args...)
+		if err != nil {
 			return nil, err
 		}
-		if pending == 0 {
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				_ = rows.Close()
+				return nil, err
+			}
+			pending[id] = true
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+	}
+	var runnable []string
+	for _, id := range decided {
+		if !pending[id] {
 			runnable = append(runnable, id)
 		}
 	}
