@@ -129,10 +129,7 @@ func readFollowable(ctx context.Context, app *engine.App, p *engine.Principal, i
 			input = rec.Input
 		}
 	}
-	if err := ext.CheckGates(app, ctx, st.Flow, p, input); err != nil {
-		if engine.IsCode(err, engine.CodeNotFound) || engine.IsCode(err, engine.CodeValidation) {
-			return journal.Stream{}, nil, engine.NotFound("no run %s", id)
-		}
+	if err := ext.CheckRead(app, ctx, st.Flow, p, input, engine.NotFound("no run %s", id)); err != nil {
 		return journal.Stream{}, nil, err
 	}
 	return st, rows, nil

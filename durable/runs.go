@@ -24,8 +24,8 @@ type RunState = clientx.RunState
 type RunError = clientx.RunError
 
 // runHandler serves [RunPath]. Access is the follow route's: the caller must pass the
-// gates of the flow that started the run, be in its tenant, and be the starting principal
-// or an operator. A caller without credentials gets 401 Unauthorized; any other caller who
+// gates of the flow that started the run (as a read: a rate limit of the flow draws
+// nothing from a poll), be in its tenant, and be the starting principal or an operator. A caller without credentials gets 401 Unauthorized; any other caller who
 // may not read the run gets 404 NotFound, as for a run that does not exist, so another
 // tenant's run ids reveal nothing. A run started without a principal and tenant is public.
 type runHandler struct{}
@@ -76,10 +76,7 @@ func readRun(fx *engine.Fx, p *engine.Principal, id string) (RunState, error) {
 		return RunState{}, notFound
 	}
 	if ext.HasGates(fx.App(), rec.Flow) {
-		if gerr := ext.CheckGates(fx.App(), ctx, rec.Flow, p, rec.Input); gerr != nil {
-			if engine.IsCode(gerr, engine.CodeNotFound) || engine.IsCode(gerr, engine.CodeValidation) {
-				return RunState{}, notFound
-			}
+		if gerr := ext.CheckRead(fx.App(), ctx, rec.Flow, p, rec.Input, notFound); gerr != nil {
 			return RunState{}, gerr
 		}
 	}

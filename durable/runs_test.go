@@ -3,11 +3,16 @@ package durable_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
+	"github.com/bbc28f59/engine/durable"
+	"github.com/bbc28f59/engine/gate"
 	"github.com/bbc28f59/engine/journal"
+	"github.com/bbc28f59/engine/journal/drivers/memory"
 )
 
 // Who may read a run's state: the follow route's rules. Its starter and operators of its
@@ -78,5 +83,63 @@ func TestRunStateResultAndError(t *testing.T) {
 	res = clientx.GetRun(t.Context(), owner, park.Meta.RunID)
 	if res.Error != nil || res.Status != http.StatusOK || res.Data.Status != "failed" || res.Data.Error == nil || res.Data.Error.Code != engine.CodeForbidden || res.Data.Result != nil {
 		t.Fatalf("failed run: %+v, error %v", res.Data, res.Error)
+	}
+}
+
+var meteredFlow = engine.Define[PlaceIn, PlaceOut](orders, "metered", engine.Durable())
+
+// Polling a run is a read, not a call: the flow's rate limit draws nothing from it, and a
+// gate that now refuses the reader answers the 404 of a run it may not read.
+func TestPollingARunIsNotACallOfItsFlow(t *testing.T) {
+	t.Parallel()
+	lim, err := gate.NewMemoryLimiter(gate.Limit{Events: 2, Per: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := journal.New(memory.New(), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := engine.New(durable.With(j), engine.WithAuthenticator(headerAuth{}),
+		engine.Bind(meteredFlow, func(fx *engine.Fx, in PlaceIn) (PlaceOut, error) {
+			if _, err := durable.Park(fx, "confirm", time.Time{}, in); err != nil {
+				return PlaceOut{}, err
+			}
+			return PlaceOut{Item: in.Item}, nil
+		},
+			gate.RateLimit(lim, func(*engine.Fx) (string, error) { return "everyone", nil }),
+			engine.Use(func(next engine.HandlerFunc) engine.HandlerFunc {
+				return func(fx *engine.Fx, in any) (any, error) {
+					if fx.Principal().ID == "suspended" {
+						return nil, engine.Forbidden("suspended", "this operator is suspended")
+					}
+					return next(fx, in)
+				}
+			})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(app.Handler())
+	t.Cleanup(srv.Close)
+	d := &decideSetup{srv: srv, j: j}
+	starter := d.client(t, "u1,acme")
+	first := clientx.Call(t.Context(), starter, meteredFlow, PlaceIn{Item: "tea"})
+	if !first.OK() || !first.Meta.Parked {
+		t.Fatalf("first call: %+v %v", first.Meta, first.Error)
+	}
+	for i := range 5 {
+		if res := clientx.GetRun(t.Context(), starter, first.Meta.RunID); res.Status != http.StatusOK {
+			t.Fatalf("poll %d: HTTP %d %v", i+1, res.Status, res.Error)
+		}
+	}
+	if second := clientx.Call(t.Context(), starter, meteredFlow, PlaceIn{Item: "tea"}); !second.OK() {
+		t.Fatalf("the second call after five polls (limit 2 an hour): %d %v", second.Status, second.Error)
+	}
+	if third := clientx.Call(t.Context(), starter, meteredFlow, PlaceIn{Item: "tea"}); !engine.IsCode(third.Error, engine.CodeRateLimited) {
+		t.Fatalf("the third call: %d %v, want RateLimited (the limit still counts calls)", third.Status, third.Error)
+	}
+	res := clientx.GetRun(t.Context(), d.client(t, "suspended,acme,operator"), first.Meta.RunID)
+	if res.Status != http.StatusNotFound || !engine.IsCode(res.Error, engine.CodeNotFound) {
+		t.Fatalf("an operator the flow's gate refuses: HTTP %d %v, want 404 NotFound", res.Status, res.Error)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/internal/ext"
 )
 
 // Limiter decides whether one more call under key may run now. It is the seam for
@@ -125,6 +126,8 @@ func ByPrincipalOrIP(src IPSource) KeyFunc {
 // RateLimit draws one token per call from l under the flow id and key's bucket, and
 // denies with RateLimited {retryAfterMs} (plus Retry-After) when the bucket is empty. A
 // limiter error fails the call as an internal error rather than letting it through.
+// Reading a durable run of the flow (polling its state, following its events) is not a
+// call: the route checks the flow's gates for the reader, and this one draws nothing.
 func RateLimit(l Limiter, key KeyFunc) engine.BindOption {
 	if l == nil || key == nil {
 		return engine.InvalidBindOption(errors.New("gate.RateLimit: nil limiter or key"))
@@ -143,6 +146,10 @@ func RateLimit(l Limiter, key KeyFunc) engine.BindOption {
 func limitBy(l Limiter, key KeyFunc) engine.Middleware {
 	return func(next engine.HandlerFunc) engine.HandlerFunc {
 		return func(fx *engine.Fx, in any) (any, error) {
+			if ext.Reading(fx.Context()) {
+				// Polling or following a run of the flow is not a call of it.
+				return next(fx, in)
+			}
 			k, err := key(fx)
 			if err != nil {
 				return nil, fmt.Errorf("gate: rate limit key of %s: %w", fx.Flow().ID(), err)

@@ -95,3 +95,29 @@ func HasGates(a *engine.App, id string) bool { return in.HasGates(a, id) }
 func CheckGates(a *engine.App, ctx context.Context, id string, p *engine.Principal, input json.RawMessage) error {
 	return in.CheckGates(a, ctx, id, p, input)
 }
+
+// readKey marks the context of a gate check made by [CheckRead].
+type readKey struct{}
+
+// CheckRead runs the gates of the bound flow id for principal p as a read of one of its
+// runs (a poll of its state, a follow of its events), not as a call: gates that meter
+// calls (gate.RateLimit) see [Reading] and draw nothing. A denial is notFound, so a run
+// the caller may not read looks like one that does not exist; Unauthorized (sign in
+// first) and a failure of the gates themselves (5xx) are returned as they are.
+func CheckRead(a *engine.App, ctx context.Context, id string, p *engine.Principal, input json.RawMessage, notFound error) error {
+	err := in.CheckGates(a, context.WithValue(ctx, readKey{}, true), id, p, input)
+	if err == nil {
+		return nil
+	}
+	if e := engine.AsError(err); e != nil && e.Code != engine.CodeUnauthorized && e.HTTPStatus() < 500 {
+		return notFound
+	}
+	return err
+}
+
+// Reading reports whether ctx is that of a gate check made by [CheckRead]: a read of a
+// run, which a gate metering calls of the flow lets through without counting it.
+func Reading(ctx context.Context) bool {
+	v, _ := ctx.Value(readKey{}).(bool)
+	return v
+}
