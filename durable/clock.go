@@ -86,10 +86,17 @@ func (s Schedule) String() string { return s.spec }
 // NextTick returns the first tick of s strictly after t.
 func NextTick(s Schedule, t time.Time) time.Time { return s.next(t) }
 
+var unixEpoch = time.Unix(0, 0).UTC()
+
 // next returns the first tick strictly after t.
 func (s Schedule) next(t time.Time) time.Time {
 	if s.every > 0 {
-		return t.Truncate(s.every).Add(s.every)
+		since := t.Sub(unixEpoch)
+		n := since / s.every
+		if since < 0 && since%s.every != 0 {
+			n-- // floor, before the epoch
+		}
+		return unixEpoch.Add((n + 1) * s.every)
 	}
 	return s.cron.Next(t)
 }

@@ -227,4 +227,12 @@ func TestSchedulesComputeTheirTicks(t *testing.T) {
 	if got := durable.NextTick(e, time.Date(2026, 1, 1, 10, 7, 0, 0, time.UTC)); !got.Equal(time.Date(2026, 1, 1, 10, 15, 0, 0, time.UTC)) {
 		t.Errorf("every 15m after 10:07: %s", got)
 	}
+	// Aligned to the Unix epoch, a Thursday at 00:00 UTC: weekly ticks fall on Thursdays.
+	w, _ := durable.Every(7 * 24 * time.Hour)
+	if got := durable.NextTick(w, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)); !got.Equal(time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("weekly after Wednesday 2026-11-25 12:00: %s (%s), want Thursday 2026-11-26 00:00", got.UTC(), got.UTC().Weekday())
+	}
+	if got := durable.NextTick(w, time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)); !got.Equal(time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("weekly after a tick: %s, want the one a week on (strictly after)", got.UTC())
+	}
 }
