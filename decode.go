@@ -51,7 +51,15 @@ func restInput(r *http.Request, def *FlowDef, body []byte) ([]byte, error) {
 			}
 		}
 	} else if len(bytes.TrimSpace(body)) > 0 {
-		if err := json.Unmarshal(body, &obj); err != nil {
+		// Numbers stay as written (json.Number): decoded as float64, an integer above 2^53
+		// would reach the handler changed.
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		err := dec.Decode(&obj)
+		if _, end := dec.Token(); err != nil || end != io.EOF {
+			err = json.Unmarshal(body, &obj) // the error, as json.Unmarshal words it
+		}
+		if err != nil {
 			var syn *json.SyntaxError
 			if errors.As(err, &syn) {
 				return nil, Invalid(ValidationIssue{Message: "malformed JSON: " + err.Error()})

@@ -321,15 +321,22 @@ func (w *walker) walk(s *jsonschema.Schema, v any, loc []string, refs []*jsonsch
 		if s.MaxItems != nil && len(x) > *s.MaxItems {
 			here(fmt.Sprintf("must have at most %d items", *s.MaxItems))
 		}
-		if s.UniqueItems {
+		// Uniqueness is not looked for in an array already too long (the issue is given),
+		// and is looked for in one pass: items are bucketed by a key that equal items
+		// share, and only the items of one bucket are compared.
+		if s.UniqueItems && (s.MaxItems == nil || len(x) <= *s.MaxItems) {
+			seen := make(map[string][]int, len(x))
+			var key []byte
 		dup:
-			for i := range x {
-				for j := i + 1; j < len(x); j++ {
-					if jsonEqual(x[i], x[j]) {
+			for j, item := range x {
+				key = itemKey(key[:0], item)
+				for _, i := range seen[string(key)] {
+					if jsonEqual(x[i], item) {
 						here(fmt.Sprintf("must not repeat items (items %d and %d are equal)", i, j))
 						break dup
 					}
 				}
+				seen[string(key)] = append(seen[string(key)], j)
 			}
 		}
 		if s.Contains != nil {
@@ -442,7 +449,10 @@ func floats(v any) any {
 // number checks the numeric keywords, exactly: a bound is taken in its shortest decimal
 // form, so multipleOf 0.1 holds 0.3.
 func (w *walker) number(s *jsonschema.Schema, n json.Number, here func(string)) {
-	r, ok := new(big.Rat).SetString(string(n))
+	if s.Minimum == nil && s.Maximum == nil && s.ExclusiveMinimum == nil && s.ExclusiveMaximum == nil && s.MultipleOf == nil {
+		return
+	}
+	r, ok := new(big.Rat).SetString(string(n)) // short, with a small exponent: numbersInRange
 	if !ok {
 		return
 	}
@@ -461,6 +471,38 @@ func (w *walker) number(s *jsonschema.Schema, n json.Number, here func(string)) 
 			here("must be a multiple of " + strconv.FormatFloat(*s.MultipleOf, 'g', -1, 64))
 		}
 	}
+}
+
+// itemKey appends to b a key of JSON value v that equal values (by [jsonEqual]) share:
+// numbers by the float64 they round to, object members in key order. Values that are
+// not equal may share one (numbers a float64 cannot tell apart): the caller compares.
+func itemKey(b []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return append(b, 'z')
+	case bool:
+		return strconv.AppendBool(append(b, 'b'), x)
+	case string:
+		return strconv.AppendQuote(append(b, 's'), x)
+	case json.Number:
+		f, _ := strconv.ParseFloat(string(x), 64)
+		return strconv.AppendFloat(append(b, 'n'), f, 'g', -1, 64)
+	case float64:
+		return strconv.AppendFloat(append(b, 'n'), x, 'g', -1, 64)
+	case []any:
+		b = append(b, '[')
+		for _, e := range x {
+			b = append(itemKey(b, e), ',')
+		}
+		return append(b, ']')
+	case map[string]any:
+		b = append(b, '{')
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			b = append(itemKey(strconv.AppendQuote(b, k), x[k]), ',')
+		}
+		return append(b, '}')
+	}
+	return fmt.Appendf(append(b, '?'), "%v", v)
 }
 
 func decimal(f float64) *big.Rat {
