@@ -407,3 +407,19 @@ func TestDeclarationMistakesFailNew(t *testing.T) {
 		t.Fatalf("%s: %v, want the parameter refused", s.ID(), err)
 	}
 }
+
+// TestHasScope checks Principal.HasScope, on no principal too.
+func TestHasScope(t *testing.T) {
+	t.Parallel()
+	p := &engine.Principal{ID: "p", Scopes: []string{"read", "write"}}
+	if !p.HasScope("write") || p.HasScope("admin") {
+		t.Fatalf("HasScope of %v: write %v, admin %v", p.Scopes, p.HasScope("write"), p.HasScope("admin"))
+	}
+	var none *engine.Principal
+	if none.HasScope("read") {
+		t.Fatal("no principal has a scope")
+	}
+	if (&engine.Principal{}).HasScope("") {
+		t.Fatal("a principal without scopes has the empty scope")
+	}
+}
