@@ -186,6 +186,7 @@ func TestOutputsJSONCannotEncode(t *testing.T) {
 }
 
 type namedParts struct {
+	hidden   statsPoint           // encoding/json skips it
 	Inner    statsPoint           // a struct field without a tag keeps its Go name
 	In       statsPoint           `json:"in"`
 	statsTag `json:"tagged"`      // an embedded struct with a name is not promoted
@@ -228,24 +229,32 @@ func TestNonFinitePathsNameEveryKindOfMember(t *testing.T) {
 		m.SetMapIndex(reflect.ValueOf("k"), v)
 		return m
 	}
+	embedded := func(v reflect.Value) reflect.Value {
+		s := reflect.New(reflect.StructOf([]reflect.StructField{{Name: "E", Type: v.Type(), Anonymous: true}})).Elem()
+		s.Field(0).Set(v)
+		return s
+	}
 	inField := func(v reflect.Value) reflect.Value {
 		s := reflect.New(reflect.StructOf([]reflect.StructField{{Name: "F", Type: v.Type(), Tag: `json:"f"`}})).Elem()
 		s.Field(0).Set(v)
 		return s
 	}
 	outputs := map[string]any{
-		"untagged":  namedParts{Inner: statsPoint{V: nan}},
-		"tagged":    namedParts{In: statsPoint{V: nan}},
-		"embedded":  namedParts{statsTag: statsTag{W: nan}},
-		"int key":   namedParts{ByID: map[int]float64{7: nan}},
-		"text key":  namedParts{ByText: map[textKey]float64{{"x", "y"}: nan}},
-		"nested":    namedParts{Nested: map[string][]float64{"b": {1, nan}}},
-		"slice 200": nest(nanV, 200, inSlice),
-		"slice 201": nest(nanV, 201, inSlice),
-		"map 200":   nest(nanV, 200, inMap),
-		"map 201":   nest(nanV, 201, inMap),
-		"field 200": nest(nanV, 200, inField),
-		"field 201": nest(nanV, 201, inField),
+		"untagged":     namedParts{Inner: statsPoint{V: nan}},
+		"tagged":       namedParts{In: statsPoint{V: nan}},
+		"embedded":     namedParts{statsTag: statsTag{W: nan}},
+		"int key":      namedParts{ByID: map[int]float64{7: nan}},
+		"text key":     namedParts{ByText: map[textKey]float64{{"x", "y"}: nan}},
+		"nested":       namedParts{Nested: map[string][]float64{"b": {1, nan}}},
+		"unexported":   namedParts{hidden: statsPoint{V: nan}, In: statsPoint{V: nan}},
+		"embedded 199": nest(reflect.ValueOf(statsPoint{V: nan}), 199, embedded),
+		"embedded 200": nest(reflect.ValueOf(statsPoint{V: nan}), 200, embedded),
+		"slice 200":    nest(nanV, 200, inSlice),
+		"slice 201":    nest(nanV, 201, inSlice),
+		"map 200":      nest(nanV, 200, inMap),
+		"map 201":      nest(nanV, 201, inMap),
+		"field 200":    nest(nanV, 200, inField),
+		"field 201":    nest(nanV, 201, inField),
 	}
 	u := engine.NewUnit("paths")
 	f := engine.Define[statsIn, any](u, "out", engine.Public())
@@ -262,6 +271,9 @@ func TestNonFinitePathsNameEveryKindOfMember(t *testing.T) {
 		{"int key", "byId.7", "output field byId.7 is NaN, which JSON cannot carry"},
 		{"text key", "byText.x/y", "output field byText.x/y is NaN, which JSON cannot carry"},
 		{"nested", "nested.b[1]", "output field nested.b[1] is NaN, which JSON cannot carry"},
+		{"unexported", "in.v", "output field in.v is NaN, which JSON cannot carry"},
+		{"embedded 199", "v", "output field v is NaN, which JSON cannot carry"},
+		{"embedded 200", "", "the output holds NaN, which JSON cannot carry"},
 		{"slice 200", deep("[0]", 200), "output field " + deep("[0]", 200) + " is NaN, which JSON cannot carry"},
 		{"slice 201", "", "the output holds NaN, which JSON cannot carry"},
 		{"map 200", deep(".k", 200), "output field " + deep(".k", 200) + " is NaN, which JSON cannot carry"},
