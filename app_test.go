@@ -253,6 +253,14 @@ func TestServerOnlyFlows(t *testing.T) {
 		!reflect.DeepEqual(d.Units[0].Flows[0].Tags, map[string]any{"a": 1.0, "b": true}) {
 		t.Fatalf("descriptor units %+v, want jobs.ping with tags a and b", d.Units)
 	}
+	if def, _ := app.Lookup("jobs.ping"); def == nil {
+		t.Fatal("jobs.ping is not bound")
+	} else if r, ok := def.Trigger(); !ok || r != (engine.Route{Method: "GET", Path: "/jobs/ping"}) {
+		t.Fatalf("Trigger of jobs.ping = %v, %v", r, ok)
+	}
+	if r, ok := engine.Define[appIn, appOut](u, "rpcOnly").Def().Trigger(); ok || r != (engine.Route{}) {
+		t.Fatalf("Trigger of a flow without one = %v, %v", r, ok)
+	}
 	srv := httptest.NewServer(app.Handler())
 	t.Cleanup(srv.Close)
 	for _, target := range []string{"/_engine/jobs/sweep", "/jobs/sweep"} {

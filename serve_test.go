@@ -157,3 +157,23 @@ func TestPanicsAreInternalErrorsLoggedWithTheFlow(t *testing.T) {
 		t.Fatalf("Invoke: %s, %v", out, err)
 	}
 }
+
+// TestWriteErrorWithoutACall checks WriteError outside any flow: the envelope is written
+// as for a flow, an unknown error hidden as InternalError.
+func TestWriteErrorWithoutACall(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		err  error
+		code int
+		body string
+	}{
+		{engine.NotFound("no thing %d", 7), http.StatusNotFound, `{"data":null,"error":{"code":"NotFound","data":{"message":"no thing 7"}}}`},
+		{errors.New("secret detail"), http.StatusInternalServerError, `{"data":null,"error":{"code":"InternalError","data":{"message":"internal error"}}}`},
+	} {
+		rec := httptest.NewRecorder()
+		engine.WriteError(nil, rec, httptest.NewRequest("GET", "/x", nil), c.err)
+		if rec.Code != c.code || strings.TrimSpace(rec.Body.String()) != c.body || rec.Header().Get("Content-Type") == "" {
+			t.Errorf("WriteError(%v): HTTP %d %s", c.err, rec.Code, rec.Body.String())
+		}
+	}
+}
