@@ -177,3 +177,30 @@ func TestWriteErrorWithoutACall(t *testing.T) {
 		}
 	}
 }
+
+// TestInvokeHidesFailuresAndPassesCancellationOn checks the errors of an in-process
+// call: a failure is an InternalError without its detail; a call whose context was
+// cancelled gets the cancellation itself.
+func TestInvokeHidesFailuresAndPassesCancellationOn(t *testing.T) {
+	t.Parallel()
+	u := engine.NewUnit("inv")
+	fails := engine.Define[appIn, appIn](u, "fails", engine.Public())
+	waits := engine.Define[appIn, appIn](u, "waits", engine.Public())
+	app, err := engine.New(engine.WithLogger(discardLogger()),
+		engine.Bind(fails, func(*engine.Fx, appIn) (appIn, error) { return appIn{}, errors.New("database down") }),
+		engine.Bind(waits, func(fx *engine.Fx, _ appIn) (appIn, error) { <-fx.Context().Done(); return appIn{}, fx.Context().Err() }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := json.RawMessage(`{"id":1,"name":""}`)
+	_, err = app.Invoke(context.Background(), "inv.fails", nil, input)
+	if e := engine.AsError(err); e == nil || e.Code != engine.CodeInternal || e.Message() != "internal error" {
+		t.Fatalf("a failing flow: %v, want InternalError without detail", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = app.Invoke(ctx, "inv.waits", nil, input)
+	if !errors.Is(err, context.Canceled) || engine.AsError(err) != nil {
+		t.Fatalf("a cancelled call: %v (%T), want context.Canceled", err, err)
+	}
+}
