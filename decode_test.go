@@ -142,3 +142,34 @@ func jsonEqual(t *testing.T, got json.RawMessage, want string) bool {
 	}
 	return reflect.DeepEqual(g, w)
 }
+
+// schemaless is an input type that publishes no schema: its JSONSchema is nil.
+type schemaless map[string]any
+
+func (schemaless) JSONSchema() *jsonschema.Schema { return nil }
+
+// TestAnInputWithoutASchemaKeepsEveryQueryKey checks that a flow whose input has no
+// schema takes any input: every query key, as a string or a list of them.
+func TestAnInputWithoutASchemaKeepsEveryQueryKey(t *testing.T) {
+	t.Parallel()
+	u := engine.NewUnit("free")
+	f := engine.Define[schemaless, schemaless](u, "any", engine.GET("/free"), engine.Public())
+	app, err := engine.New(engine.WithLogger(slog.New(slog.DiscardHandler)),
+		engine.Bind(f, func(_ *engine.Fx, in schemaless) (schemaless, error) { return in, nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(app.Handler())
+	t.Cleanup(srv.Close)
+	res, err := srv.Client().Get(srv.URL + "/free?x=1&y=a&y=b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, res)
+	if res.StatusCode != http.StatusOK || body != `{"data":{"x":"1","y":["a","b"]},"error":null}` {
+		t.Fatalf("HTTP %d %s", res.StatusCode, body)
+	}
+	if out, err := app.Invoke(ctxT(t), "free.any", nil, json.RawMessage(`{"n":[1,{"a":null}]}`)); err != nil || string(out) != `{"n":[1,{"a":null}]}` {
+		t.Fatalf("Invoke: %s, %v", out, err)
+	}
+}

@@ -102,7 +102,9 @@ func nonFinitePath(v reflect.Value, path string, depth int) (string, bool) {
 				}
 				continue
 			}
-			if !f.IsExported() {
+			if !f.IsExported() && !(f.Anonymous && ft.Kind() == reflect.Struct) {
+				// encoding/json skips an unexported field, but writes an embedded
+				// struct of an unexported type given a name as that member.
 				continue
 			}
 			if name == "" {

@@ -41,6 +41,23 @@ const (
 		"properties":{"name":{"type":"string","minLength":1}},"required":["name"]}}}}`
 )
 
+const (
+	emailSchema = `{"type":"string","format":"email"}`
+	hostSchema  = `{"type":"string","format":"hostname"}`
+)
+
+// longHost returns a hostname of n characters, in labels of at most 63.
+func longHost(n int) string {
+	var b strings.Builder
+	for b.Len() < n {
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(strings.Repeat("h", min(63, n-b.Len())))
+	}
+	return b.String()
+}
+
 // keywordCases covers every keyword the validator enforces, at and one past each bound.
 var keywordCases = []keywordCase{
 	// pattern
@@ -57,6 +74,51 @@ var keywordCases = []keywordCase{
 	{"format ignores other types", `{"format":"email"}`, `12`, nil},
 	{"format ipv4 bad", `{"type":"string","format":"ipv4"}`, `"256.1.1.1"`, issues(issue("", "must be a valid ipv4"))},
 	{"format of its own is an annotation", `{"type":"string","format":"phone"}`, `"x"`, nil},
+	{"format ipv4", `{"type":"string","format":"ipv4"}`, `"192.0.2.1"`, nil},
+	{"format ipv4 given ipv6", `{"type":"string","format":"ipv4"}`, `"::1"`, issues(issue("", "must be a valid ipv4"))},
+	{"format time", `{"type":"string","format":"time"}`, `"12:00:00Z"`, nil},
+	{"format time with a fraction", `{"type":"string","format":"time"}`, `"23:59:59.5+02:00"`, nil},
+	{"format time without a zone", `{"type":"string","format":"time"}`, `"12:00:00"`, issues(issue("", "must be a valid time"))},
+	{"format date", `{"type":"string","format":"date"}`, `"2024-02-29"`, nil},
+	{"format date no such day", `{"type":"string","format":"date"}`, `"2023-02-29"`, issues(issue("", "must be a valid date"))},
+	{"format ipv6", `{"type":"string","format":"ipv6"}`, `"2001:db8::1"`, nil},
+	{"format ipv6 given ipv4", `{"type":"string","format":"ipv6"}`, `"192.0.2.1"`, issues(issue("", "must be a valid ipv6"))},
+	{"format ipv6 with a zone", `{"type":"string","format":"ipv6"}`, `"fe80::1%eth0"`, issues(issue("", "must be a valid ipv6"))},
+	{"format ipv6 malformed", `{"type":"string","format":"ipv6"}`, `"2001:db8:::1"`, issues(issue("", "must be a valid ipv6"))},
+	{"format uri", `{"type":"string","format":"uri"}`, `"https://example.com/a?b=c"`, nil},
+	{"format uri relative", `{"type":"string","format":"uri"}`, `"/a/b"`, issues(issue("", "must be a valid uri"))},
+	{"format uri malformed", `{"type":"string","format":"uri"}`, `"http://a b.com/%zz"`, issues(issue("", "must be a valid uri"))},
+	{"format uri-reference", `{"type":"string","format":"uri-reference"}`, `"/a/b"`, nil},
+	{"format uri-reference malformed", `{"type":"string","format":"uri-reference"}`, `"%zz"`, issues(issue("", "must be a valid uri-reference"))},
+	{"format regex", `{"type":"string","format":"regex"}`, `"^a+$"`, nil},
+	{"format regex malformed", `{"type":"string","format":"regex"}`, `"("`, issues(issue("", "must be a valid regex"))},
+	// email: the local part and the domain
+	{"email local of 64", emailSchema, `"` + strings.Repeat("a", 64) + `@example.com"`, nil},
+	{"email local of 65", emailSchema, `"` + strings.Repeat("a", 65) + `@example.com"`, issues(issue("", "must be a valid email"))},
+	{"email empty local", emailSchema, `"@example.com"`, issues(issue("", "must be a valid email"))},
+	{"email space", emailSchema, `"a b@example.com"`, issues(issue("", "must be a valid email"))},
+	{"email leading dot", emailSchema, `".ab@example.com"`, issues(issue("", "must be a valid email"))},
+	{"email trailing dot", emailSchema, `"ab.@example.com"`, issues(issue("", "must be a valid email"))},
+	{"email two dots", emailSchema, `"a..b@example.com"`, issues(issue("", "must be a valid email"))},
+	{"email dotted local", emailSchema, `"a.b@example.com"`, nil},
+	{"email bad domain", emailSchema, `"ab@-example.com"`, issues(issue("", "must be a valid email"))},
+	// hostname: length, labels and their characters, at each edge
+	{"hostname every edge character", hostSchema, `"az.AZ.09.a-b.example."`, nil},
+	{"hostname empty", hostSchema, `""`, issues(issue("", "must be a valid hostname"))},
+	{"hostname of 253", hostSchema, `"` + longHost(253) + `"`, nil},
+	{"hostname of 254", hostSchema, `"` + longHost(254) + `"`, issues(issue("", "must be a valid hostname"))},
+	{"hostname label of 63", hostSchema, `"` + strings.Repeat("a", 63) + `.com"`, nil},
+	{"hostname label of 64", hostSchema, `"` + strings.Repeat("a", 64) + `.com"`, issues(issue("", "must be a valid hostname"))},
+	{"hostname empty label", hostSchema, `"a..com"`, issues(issue("", "must be a valid hostname"))},
+	{"hostname label starting with -", hostSchema, `"-a.com"`, issues(issue("", "must be a valid hostname"))},
+	{"hostname label ending with -", hostSchema, `"a-.com"`, issues(issue("", "must be a valid hostname"))},
+	{"hostname character before a", hostSchema, "\"a`b.com\"", issues(issue("", "must be a valid hostname"))},
+	{"hostname character after z", hostSchema, `"a{b.com"`, issues(issue("", "must be a valid hostname"))},
+	{"hostname character before A", hostSchema, `"a@b.com"`, issues(issue("", "must be a valid hostname"))},
+	{"hostname character after Z", hostSchema, `"a[b.com"`, issues(issue("", "must be a valid hostname"))},
+	{"hostname character before 0", hostSchema, `"a/b.com"`, issues(issue("", "must be a valid hostname"))},
+	{"hostname character after 9", hostSchema, `"a:b.com"`, issues(issue("", "must be a valid hostname"))},
+	{"hostname underscore", hostSchema, `"a_b.com"`, issues(issue("", "must be a valid hostname"))},
 	// minLength, counted in characters, not bytes
 	{"minLength at", `{"type":"string","minLength":3}`, `"abc"`, nil},
 	{"minLength one under", `{"type":"string","minLength":3}`, `"ab"`, issues(issue("", "must be at least 3 characters"))},
@@ -157,6 +219,39 @@ var keywordCases = []keywordCase{
 	{"exponent with a sign", `{"maximum":100}`, `1e+2`, nil},
 	{"smallest float64", `{"type":"number"}`, `5e-324`, nil},
 	{"largest float64", `{"type":"number"}`, `1.7976931348623157e308`, nil},
+	// the bounds at their edge, and the numbers of the messages as written
+	{"maxProperties at", `{"maxProperties":2}`, `{"a":1,"b":2}`, nil},
+	{"multipleOf written in full", `{"multipleOf":0.25}`, `0.3`, issues(issue("", "must be a multiple of 0.25"))},
+	// equality of null, arrays and objects in enum and const
+	{"enum null met", `{"enum":[null]}`, `null`, nil},
+	{"enum null missed", `{"enum":[null]}`, `false`, issues(issue("", "must be null"))},
+	{"const empty array given a string", `{"const":[]}`, `"x"`, issues(issue("", "must be []"))},
+	{"const object met", `{"const":{"a":1}}`, `{"a":1.0}`, nil},
+	{"const object given more members", `{"const":{"a":1}}`, `{"a":1,"b":2}`, issues(issue("", `must be {"a":1}`))},
+	// references: a cycle of references at one location is followed once; a form behind
+	// a reference is checked with the root's definitions
+	{"reference cycle", `{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, `1`, nil},
+	{"anyOf through a reference", `{"$defs":{"s":{"type":"string"}},"anyOf":[{"$ref":"#/$defs/s"},{"type":"integer"}]}`, `"x"`, nil},
+	{"anyOf through a reference missed", `{"$defs":{"s":{"type":"string"}},"anyOf":[{"$ref":"#/$defs/s"},{"type":"integer"}]}`, `true`,
+		issues(issue("", "does not match any of the allowed forms"))},
+	{"dynamicRef alone", `{"$defs":{"s":{"$dynamicAnchor":"x","type":"string"}},"properties":{"a":{"$dynamicRef":"#x"}}}`, `{"a":1}`,
+		issues(issue("a", `type: 1 has type "integer", want "string"`))},
+	{"reference into allOf", `{"$defs":{"d":{"allOf":[{"type":"object"},{"type":"string"}]}},"properties":{"a":{"$ref":"#/$defs/d/allOf/1"}}}`, `{"a":1}`,
+		issues(issue("a", "expected string, got integer"))},
+	{"reference into prefixItems", `{"prefixItems":[{"type":"string"}],"properties":{"a":{"$ref":"#/prefixItems/0"}}}`, `{"a":1}`,
+		issues(issue("a", "expected string, got integer"))},
+	{"reference into a draft-07 items array", `{"$schema":"http://json-schema.org/draft-07/schema#","items":[{"type":"string"}],
+		"properties":{"a":{"$ref":"#/items/0"}}}`, `{"a":1}`, issues(issue("a", "expected string, got integer"))},
+	{"reference into items", `{"items":{"type":"string"},"properties":{"a":{"$ref":"#/items"}}}`, `{"a":1}`,
+		issues(issue("a", "expected string, got integer"))},
+	{"minContains met", `{"contains":{"type":"integer"},"minContains":2}`, `[1,"a",2]`, nil},
+	{"maxContains met", `{"contains":{"type":"integer"},"maxContains":2}`, `[1,2]`, nil},
+	{"minContains 0", `{"contains":{"type":"integer"},"minContains":0}`, `["a"]`, nil},
+	// unevaluatedProperties and unevaluatedItems: the node is checked as a whole, once
+	{"unevaluatedProperties alone", `{"type":"object","properties":{"a":{"type":"string"}},"unevaluatedProperties":false}`,
+		`{"a":1}`, issues(issue("", `type: 1 has type "integer", want "string"`))},
+	{"unevaluatedItems alone", `{"type":"array","prefixItems":[{"type":"integer"}],"unevaluatedItems":false}`,
+		`[1,"x"]`, issues(issue("", "not allowed"))},
 }
 
 // schemaFlows declares one flow per case whose input schema is the case's schema.
@@ -347,6 +442,8 @@ func TestSchemaCompiledAtBind(t *testing.T) {
 		{"negative minLength", `{"type":"string","minLength":-1}`, "minLength"},
 		{"outside reference", `{"$ref":"https://schemas.invalid/x.json"}`, "schemas.invalid"},
 		{"missing definition", `{"$ref":"#/$defs/nothing"}`, "nothing"},
+		{"multipleOf zero", `{"multipleOf":0}`, "multipleOf: 0 is not positive"},
+		{"multipleOf negative", `{"multipleOf":-2}`, "multipleOf: -2 is not positive"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
