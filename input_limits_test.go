@@ -94,6 +94,11 @@ func TestUniqueItemsOnALongArray(t *testing.T) {
 	if status != http.StatusBadRequest || !strings.Contains(body, `"must not repeat items (items 7 and 30000 are equal)"`) {
 		t.Fatalf("a repeat at the end: %d %s", status, body)
 	}
+	// At maxItems exactly, uniqueness is still looked for.
+	status, body = send(t, http.MethodPost, srv.URL+"/_engine/limits/fewTagged", `{"tags":[1,2,3,4,5,6,7,8,9,1]}`)
+	if status != http.StatusBadRequest || !strings.Contains(body, `"must not repeat items (items 0 and 9 are equal)"`) {
+		t.Fatalf("ten items, one repeated: %d %s", status, body)
+	}
 	status, body = send(t, http.MethodPost, srv.URL+"/_engine/limits/fewTagged", numbers(30000, "7"))
 	if status != http.StatusBadRequest || !strings.Contains(body, "must have at most 10 items") || strings.Contains(body, "repeat") {
 		t.Fatalf("too many items, one repeated: %d %s", status, body)
@@ -111,5 +116,15 @@ func TestRESTBodyIntegersAreExact(t *testing.T) {
 	}
 	if status != http.StatusOK || json.Unmarshal([]byte(body), &env) != nil || env.Data.Amount != 9007199254740993 || env.Data.ID != "a" {
 		t.Fatalf("PUT /accounts/a: %d %s, want amount 9007199254740993", status, body)
+	}
+}
+
+// Data after a REST body's object is malformed JSON, as it is on the RPC path.
+func TestRESTBodyWithTrailingDataIsMalformed(t *testing.T) {
+	t.Parallel()
+	srv := limitsServer(t)
+	status, body := send(t, http.MethodPut, srv.URL+"/accounts/a", `{"amount":1} {"amount":2}`)
+	if status != http.StatusBadRequest || !strings.Contains(body, `malformed JSON: invalid character '{' after top-level value`) {
+		t.Fatalf("PUT /accounts/a with two objects: %d %s, want 400 malformed JSON", status, body)
 	}
 }
