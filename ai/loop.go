@@ -361,7 +361,7 @@ func (s *loopState) runTool(stepName string, c ToolCall, d *journal.Decision) (t
 		if err != nil {
 			return nil, err
 		}
-		if ts.changed {
+		if ts.wasChanged() {
 			out.State = r.state.get()
 		}
 		s.openStep(stepName)

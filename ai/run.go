@@ -314,12 +314,10 @@ func (r *AgentRun) stream(id string) journal.Stream {
 	return st
 }
 
+// endsRun reports whether a stored event ends its run; relays test every row they pass.
 func endsRun(ev json.RawMessage) bool {
-	var probe struct {
-		Type string `json:"type"`
-	}
-	_ = json.Unmarshal(ev, &probe)
-	return probe.Type == string(agui.TypeRunFinished) || probe.Type == string(agui.TypeRunError)
+	t := agui.TypeOf(ev)
+	return t == agui.TypeRunFinished || t == agui.TypeRunError
 }
 
 // wireName is the tool name the model sees: providers accept only [A-Za-z0-9_-], so the

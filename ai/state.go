@@ -43,7 +43,7 @@ type toolState struct {
 	st      *runState
 	em      *emitter
 	open    func() // opens the step before the first state event of a resumed run
-	changed bool
+	changed bool   // guarded by st.mu
 }
 
 type toolStateKey struct{}
@@ -82,7 +82,10 @@ func SetState(fx *engine.Fx, key string, value any) error {
 	if err != nil {
 		return err
 	}
+	// One lock over the change, the step's opening and the event: SetState from several
+	// goroutines of one tool emits its patches in the order they apply to the state.
 	ts.st.mu.Lock()
+	defer ts.st.mu.Unlock()
 	var doc map[string]json.RawMessage
 	isObject := json.Unmarshal(ts.st.doc, &doc) == nil && doc != nil
 	if !isObject {
@@ -91,25 +94,30 @@ func SetState(fx *engine.Fx, key string, value any) error {
 	doc[key] = v
 	next, err := json.Marshal(doc)
 	if err != nil {
-		ts.st.mu.Unlock()
 		return err
 	}
+	var ev agui.Event = agui.StateSnapshot{Snapshot: next}
+	if isObject {
+		patch, err := json.Marshal([]map[string]any{{"op": "add", "path": "/" + pointerEscape(key), "value": json.RawMessage(v)}})
+		if err != nil {
+			return err
+		}
+		ev = agui.StateDelta{Delta: patch}
+	}
 	ts.st.doc = next
-	ts.st.mu.Unlock()
 	ts.changed = true
 	if ts.open != nil {
 		ts.open()
 	}
-	if !isObject {
-		ts.em.emit(agui.StateSnapshot{Snapshot: next})
-		return nil
-	}
-	patch, err := json.Marshal([]map[string]any{{"op": "add", "path": "/" + pointerEscape(key), "value": json.RawMessage(v)}})
-	if err != nil {
-		return err
-	}
-	ts.em.emit(agui.StateDelta{Delta: patch})
+	ts.em.emit(ev)
 	return nil
+}
+
+// wasChanged reports whether a SetState of this tool call changed the state.
+func (ts *toolState) wasChanged() bool {
+	ts.st.mu.Lock()
+	defer ts.st.mu.Unlock()
+	return ts.changed
 }
 
 // pointerEscape escapes a member name for a JSON Pointer (RFC 6901).

@@ -71,6 +71,20 @@ func Decode(data []byte) (Event, error) {
 	}
 }
 
+// TypeOf returns the type of an encoded event without decoding the rest of it: from the
+// leading "type" member every event this package encodes opens with, else by decoding
+// the object's "type" member; "" when data has none.
+func TypeOf(data []byte) Type {
+	if typ, ok := leadingType(data); ok {
+		return typ
+	}
+	var head struct {
+		Type Type `json:"type"`
+	}
+	_ = json.Unmarshal(data, &head)
+	return head.Type
+}
+
 // leadingType reads the type of an object that opens with a plain "type" member, as
 // every event this package encodes does, saving a full parse of the frame. Anything
 // else (spaces, escapes, another member first) reports false and takes the slow path.

@@ -76,5 +76,24 @@ func FuzzDecode(f *testing.F) {
 		if ev.Type() == "" {
 			t.Fatalf("Decode(%q) gave an event with no type", in)
 		}
+		if got := agui.TypeOf([]byte(in)); got != ev.Type() {
+			t.Fatalf("TypeOf(%q) = %q, Decode's event has type %q", in, got, ev.Type())
+		}
 	})
+}
+
+// TypeOf reads the leading type member and falls back to decoding any other object.
+func TestTypeOf(t *testing.T) {
+	for in, want := range map[string]agui.Type{
+		`{"type":"RUN_FINISHED","threadId":"t"}`:     agui.TypeRunFinished,
+		`{ "threadId":"t", "type" : "RUN_ERROR" }`:   agui.TypeRunError,
+		`{"type":"TEXT\u005fMESSAGE_CONTENT"}`:       "TEXT_MESSAGE_CONTENT",
+		`{"threadId":"t"}`:                           "",
+		`not json`:                                   "",
+		`{"type":"journal.truncated","maxRows":100}`: "journal.truncated",
+	} {
+		if got := agui.TypeOf([]byte(in)); got != want {
+			t.Errorf("TypeOf(%s) = %q, want %q", in, got, want)
+		}
+	}
 }
