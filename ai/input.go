@@ -119,6 +119,12 @@ type ClientTool struct {
 // ResumeEntry answers one interrupt (RunAgentInput.resume). Status "resolved" approves
 // the call, with Payload.args, when given, replacing the tool input; "cancelled" denies
 // it, with Payload.reason, when given, as what the model sees. See [ResumePayload].
+//
+// A resume is sent to the flow that started the run, and its response shows the run's
+// events, so its caller needs the follow route's access to the run (its tenant, its
+// starter or an operator, the flow's gates) beside the tools' gates; any other caller
+// gets the NotFound of an unknown interrupt. Who may approve but not read the run
+// decides through the approval routes, which show no events.
 type ResumeEntry struct {
 	InterruptID string          `json:"interruptId"`
 	Status      string          `json:"status"`

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -33,9 +34,21 @@ type resumePoint struct {
 // a run whose response streams the parked run's log from there on: the run resumes on
 // whichever instance claims it, under its own run id and log. Every entry is checked
 // before anything is decided, and every error comes before any event.
+//
+// Since the response shows the parked run's events, a resume is a read of that run as
+// well as a decision: the interrupts must be those of a run of the flow called, and the
+// caller must be allowed to follow the run (the follow route's rules: its tenant, its
+// starter or an operator, the flow's gates). Any other caller gets the same 404 as for an
+// unknown interrupt. Who may approve a call but not read the run decides through the
+// approval routes (or [Approve] and [Deny]), which show no events.
+//
+// The checks, the tools' gates among them, all pass before the first decision is
+// stored, but the decisions are not one transaction: a concurrent resume, or an approval
+// route racing this one, can still decide an interrupt of the set first, and then this
+// resume fails with Conflict after storing the decisions before it.
 func resume(fx *engine.Fx, agent *AgentDef, entries []ResumeEntry, opts RunOptions) (*AgentRun, error) {
 	p, err := durable.Step(fx, "agent-resume:"+agent.name, func(ctx context.Context) (resumePoint, error) {
-		return decideResume(ctx, fx.App(), fx.Principal(), entries)
+		return decideResume(ctx, fx.App(), fx.Principal(), fx.Flow().ID(), entries)
 	})
 	if err != nil {
 		return nil, err
@@ -55,9 +68,10 @@ type decidedEntry struct {
 	payload decisionPayload
 }
 
-// decideResume checks every entry as the approval routes check one decision, then
-// stores the decisions. It returns the parked run's log and its last seq before them.
-func decideResume(ctx context.Context, app *engine.App, p *engine.Principal, entries []ResumeEntry) (resumePoint, error) {
+// decideResume checks every entry as the approval routes check one decision, and the
+// caller's right to read the run as the follow route does, then stores the decisions.
+// It returns the parked run's log and its last seq before them.
+func decideResume(ctx context.Context, app *engine.App, p *engine.Principal, flow string, entries []ResumeEntry) (resumePoint, error) {
 	j := durable.JournalOf(app)
 	if j == nil {
 		return resumePoint{}, engine.NotFound("no approval is waiting under this id")
@@ -109,16 +123,24 @@ func decideResume(ctx context.Context, app *engine.App, p *engine.Principal, ent
 	if err != nil {
 		return resumePoint{}, err
 	}
+	now := j.Now()
 	var stream string
+	readable := map[string]bool{}
 	for i, d := range decided {
 		park, ok := parks[d.id]
 		if !ok {
 			return resumePoint{}, engine.NotFound("no approval is waiting under this id")
 		}
-		expired := park.record.Decision == nil && !park.record.Deadline.After(j.Now())
+		if !readable[park.payload.StreamID] {
+			if err := mayRelay(ctx, app, p, flow, park.payload.StreamID); err != nil {
+				return resumePoint{}, err
+			}
+			readable[park.payload.StreamID] = true
+		}
+		expired := lapsed(park.record, now)
 		if expired {
-			// The timeout is the decision: decide stores it as the approval routes do.
-			_ = decide(ctx, app, p, d.id, d.kind, d.payload)
+			// The timeout is the decision: it is stored as the approval routes store it.
+			_ = timeOut(ctx, j, runID, park.record.Key)
 		}
 		if expired || park.record.Decision != nil && park.record.Decision.Kind == journal.DecisionTimeout {
 			return resumePoint{}, engine.Conflict("interrupt %s expired at %s; the call was denied with reason timeout",
@@ -132,11 +154,21 @@ func decideResume(ctx context.Context, app *engine.App, p *engine.Principal, ent
 				return resumePoint{}, err
 			}
 		}
+		// Before anything is stored, so that a denial leaves every interrupt undecided.
+		if err := toolGates(ctx, app, p, park.payload, d.payload); err != nil {
+			return resumePoint{}, err
+		}
 		stream = park.payload.StreamID
 	}
-	var missing []string
+	// An unanswered park past its deadline is decided already: it timed out, whether or
+	// not the recovery loop has swept it yet.
+	var missing, timedOut []string
 	for id, park := range parks {
-		if park.record.Decision == nil && !seen[id] {
+		switch {
+		case seen[id] || park.record.Decision != nil:
+		case lapsed(park.record, now):
+			timedOut = append(timedOut, park.record.Key)
+		default:
 			missing = append(missing, id)
 		}
 	}
@@ -147,12 +179,40 @@ func decideResume(ctx context.Context, app *engine.App, p *engine.Principal, ent
 	if err != nil {
 		return resumePoint{}, fmt.Errorf("ai: reading run %s: %w", stream, err)
 	}
+	// The timeouts first, so that the run wakes when the last answer is stored.
+	for _, key := range timedOut {
+		if err := timeOut(ctx, j, runID, key); err != nil {
+			return resumePoint{}, err
+		}
+	}
+	// Stored as checked: the gates ran above, once, as they run once for an approval route.
 	for _, d := range decided {
-		if err := decide(ctx, app, p, d.id, d.kind, d.payload); err != nil {
+		if err := store(ctx, j, runID, parks[d.id].record.Key, d.kind, d.payload); err != nil {
 			return resumePoint{}, err
 		}
 	}
 	return resumePoint{Stream: stream, After: after}, nil
+}
+
+// mayRelay checks that the caller may see the events of the agent run logged under
+// stream, which a resume's response relays: it must be a run of flow, the flow called,
+// and the caller must pass the follow route's access rules ([mayFollow]). Every refusal
+// is the 404 of an unknown interrupt, so a resume tells no more than a follow does.
+func mayRelay(ctx context.Context, app *engine.App, p *engine.Principal, flow, stream string) error {
+	unknown := engine.NotFound("no approval is waiting under this id")
+	st, err := durable.JournalOf(app).GetStream(ctx, stream)
+	if err != nil && !errors.Is(err, journal.ErrNotFound) {
+		return fmt.Errorf("ai: reading run %s: %w", stream, err)
+	}
+	found := err == nil
+	if found && st.Flow != flow {
+		return unknown
+	}
+	err = mayFollow(ctx, app, p, st, found, unknown)
+	if e := engine.AsError(err); e != nil && e.HTTPStatus() < http.StatusInternalServerError {
+		return unknown
+	}
+	return err
 }
 
 // park is one park of an agent run, with what it is about.
