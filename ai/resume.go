@@ -46,6 +46,11 @@ type resumePoint struct {
 // stored, but the decisions are not one transaction: a concurrent resume, or an approval
 // route racing this one, can still decide an interrupt of the set first, and then this
 // resume fails with Conflict after storing the decisions before it.
+//
+// Without streaming the run returns when the resumed run ends: with its [RunResult]
+// when it finishes, or, when it parks again, with [AgentRun.Interrupts] set and the
+// response the parked reply (202, meta parked and runId) of a run that parks. Run returns
+// no error then: this flow's own run is over, and the parked run waits under its own id.
 func resume(fx *engine.Fx, agent *AgentDef, entries []ResumeEntry, opts RunOptions) (*AgentRun, error) {
 	p, err := durable.Step(fx, "agent-resume:"+agent.name, func(ctx context.Context) (resumePoint, error) {
 		return decideResume(ctx, fx.App(), fx.Principal(), fx.Flow().ID(), entries)
@@ -281,11 +286,16 @@ func checkToolInput(app *engine.App, tool string, args json.RawMessage, path str
 
 // relay streams the parked run's log after the resume point until the resumed run ends
 // (RUN_FINISHED, parked again or done, or RUN_ERROR), with the same seq ids a follower
-// sees. Without sse it reads the same rows to learn how the run ended.
+// sees. Without sse it reads the log from its start, to learn the text of the run's
+// result (which may come from a turn before the park) and how the run ended.
 func (r *AgentRun) relay(ctx context.Context, sse *httpx.SSEWriter) {
 	j := durable.JournalOf(r.fx.App())
 	cfg := configOf(r.fx.App())
 	after := r.follow.After
+	var text resultText
+	if sse == nil {
+		after = 0
+	}
 	wake, unsubscribe := j.Subscribe(r.follow.Stream)
 	defer unsubscribe()
 	poll := time.NewTimer(cfg.FollowPoll)
@@ -302,10 +312,12 @@ func (r *AgentRun) relay(ctx context.Context, sse *httpx.SSEWriter) {
 					r.err = err
 					return
 				}
+			} else {
+				text.add(row.Event)
 			}
 			after = row.Seq
-			if endsRun(row.Event) {
-				r.relayed(row.Event)
+			if row.Seq > r.follow.After && endsRun(row.Event) {
+				r.relayed(row.Event, text.String())
 				return
 			}
 		}
@@ -327,13 +339,15 @@ func (r *AgentRun) relay(ctx context.Context, sse *httpx.SSEWriter) {
 	}
 }
 
-// relayed records how the relayed run ended, from its last event.
-func (r *AgentRun) relayed(ev json.RawMessage) {
+// relayed records how the relayed run ended, from its last event; text is the text of
+// its result.
+func (r *AgentRun) relayed(ev json.RawMessage, text string) {
 	var end struct {
 		Type    string          `json:"type"`
 		Message string          `json:"message"`
 		Code    string          `json:"code"`
 		Result  *agui.RunResult `json:"result"`
+		Usage   []agui.Usage    `json:"usage"`
 		Outcome *agui.Outcome   `json:"outcome"`
 	}
 	if err := json.Unmarshal(ev, &end); err != nil {
@@ -349,7 +363,71 @@ func (r *AgentRun) relayed(ev json.RawMessage) {
 	default:
 		r.finished = true
 		if end.Result != nil {
-			r.result = RunResult{Output: end.Result.Output, Cost: end.Result.Cost, StopReason: string(end.Result.StopReason)}
+			r.result = RunResult{Text: text, Output: end.Result.Output, Cost: end.Result.Cost, StopReason: string(end.Result.StopReason)}
+			if len(end.Usage) == 1 {
+				r.result.Usage = &end.Usage[0]
+			}
 		}
 	}
+}
+
+// resultText follows a run's log to the text of its result as the loop keeps it: the
+// text of the last model turn that had any. A turn is a step (STEP_STARTED reopens the
+// step a run parked in, with the same name); its text is every text message it streamed,
+// and a message streamed again (the turn re-run after its worker was lost) counts once.
+type resultText struct {
+	step  string
+	ids   []string                    // the step's text messages, in order
+	texts map[string]*strings.Builder // their text
+	last  string                      // the text of the last step before it that had any
+}
+
+func (t *resultText) add(ev json.RawMessage) {
+	var e struct {
+		Type      agui.Type `json:"type"`
+		StepName  string    `json:"stepName"`
+		MessageID string    `json:"messageId"`
+		Delta     string    `json:"delta"`
+	}
+	if json.Unmarshal(ev, &e) != nil {
+		return
+	}
+	switch e.Type {
+	case agui.TypeStepStarted:
+		if e.StepName != t.step {
+			if s := t.stepText(); s != "" {
+				t.last = s
+			}
+			t.step, t.ids, t.texts = e.StepName, t.ids[:0], nil
+		}
+	case agui.TypeTextMessageStart:
+		if t.texts == nil {
+			t.texts = map[string]*strings.Builder{}
+		}
+		if _, ok := t.texts[e.MessageID]; !ok {
+			t.ids = append(t.ids, e.MessageID)
+		}
+		t.texts[e.MessageID] = &strings.Builder{}
+	case agui.TypeTextMessageContent:
+		if b, ok := t.texts[e.MessageID]; ok {
+			b.WriteString(e.Delta)
+		}
+	}
+}
+
+// stepText returns the text the current step streamed.
+func (t *resultText) stepText() string {
+	var b strings.Builder
+	for _, id := range t.ids {
+		b.WriteString(t.texts[id].String())
+	}
+	return b.String()
+}
+
+// String returns the text of the last turn that had any.
+func (t *resultText) String() string {
+	if s := t.stepText(); s != "" {
+		return s
+	}
+	return t.last
 }

@@ -1,6 +1,8 @@
 package ai_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -18,9 +20,10 @@ import (
 
 // The resume tests' own flows: a vault unit whose pay tool needs approval above 100
 // (mallory may not pay) and whose wipe tool always does (only operators may wipe), and a
-// counter unit whose flows take AG-UI's RunAgentInput and run the cashier agent (chat,
-// and other, a second flow of the same agent). The counter flows let red threads
-// (threadId "red-…") through for the red team only.
+// counter unit whose flows take AG-UI's RunAgentInput and run the cashier agent: chat
+// streams unless forwardedProps is {"sync":true}, other is a second flow of the same
+// agent. The counter flows let red threads (threadId "red-…") through for the red team
+// only.
 var (
 	rsVaultUnit   = engine.NewUnit("vault")
 	rsCounterUnit = engine.NewUnit("counter")
@@ -71,8 +74,9 @@ type rsConfig struct {
 // authentication) with the vault and counter flows.
 type rsEnv struct {
 	*apEnv
-	mu   sync.Mutex
-	paid []ApTransferIn
+	mu       sync.Mutex
+	paid     []ApTransferIn
+	reparked [][]agui.Interrupt // what ai.Run's Interrupts held in the chat flow, when any
 }
 
 func newRsEnv(t *testing.T, cfg rsConfig) *rsEnv {
@@ -108,7 +112,15 @@ func newRsEnv(t *testing.T, cfg rsConfig) *rsEnv {
 			return in.Amount > 100
 		})),
 		engine.Bind(rsWipe, pay, engine.Use(rsOperatorsOnly), ai.Approval(func(ApTransferIn) bool { return true })),
-		engine.Bind(rsChat, stream, engine.Use(rsRedOnly)),
+		engine.Bind(rsChat, func(fx *engine.Fx, in ai.Input) (*ai.AgentRun, error) {
+			run, err := ai.Run(fx, cashier, in, ai.RunOptions{Stream: string(in.ForwardedProps) != `{"sync":true}`})
+			if run != nil && len(run.Interrupts()) > 0 {
+				e.mu.Lock()
+				e.reparked = append(e.reparked, run.Interrupts())
+				e.mu.Unlock()
+			}
+			return run, err
+		}, engine.Use(rsRedOnly)),
 		engine.Bind(rsOther, stream, engine.Use(rsRedOnly)),
 	}})
 	return e
@@ -149,6 +161,11 @@ func (e *rsEnv) start(t *testing.T, thread string) transcript {
 
 func rsResume(thread string, entries ...string) string {
 	return `{"threadId":"` + thread + `","runId":"r2","messages":[],"resume":[` + strings.Join(entries, ",") + `]}`
+}
+
+// rsResumeSync is rsResume asking for a reply without streaming.
+func rsResumeSync(thread string, entries ...string) string {
+	return `{"threadId":"` + thread + `","runId":"r2","messages":[],"forwardedProps":{"sync":true},"resume":[` + strings.Join(entries, ",") + `]}`
 }
 
 func rsEntry(id, status string) string {
@@ -265,6 +282,101 @@ func TestResumeChecksEveryGateFirst(t *testing.T) {
 	if res.StatusCode != http.StatusOK {
 		t.Errorf("deny call_wipe as an operator: HTTP %d %s, want 200", res.StatusCode, raw)
 	}
+}
+
+// A resume without streaming answers as a direct call without streaming does: when the
+// resumed run parks again, the parked reply (202, no data, meta parked and the parked
+// run's id) with the new interrupts in ai.Run's result; when it finishes, the run's
+// result, text and usage included, exactly as the run stored it.
+func TestResumeWithoutStreaming(t *testing.T) {
+	t.Parallel()
+	e := newRsEnv(t, rsConfig{turns: []openaitest.Turn{
+		{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "vault_pay", Arguments: `{"to":"bob","amount":500}`}},
+			Usage: &openaitest.Usage{PromptTokens: 10, CompletionTokens: 3}},
+		{Text: "Paying eve next.", ToolCalls: []openaitest.ToolCall{{ID: "call_2", Name: "vault_pay", Arguments: `{"to":"eve","amount":700}`}},
+			Usage: &openaitest.Usage{PromptTokens: 20, CompletionTokens: 5}},
+		{Text: "Both paid.", Usage: &openaitest.Usage{PromptTokens: 30, CompletionTokens: 7}},
+	}})
+	first := e.start(t, "t")
+	in := first.finished(t).Outcome.Interrupts[0]
+	flowRun, _, err := agui.ParseInterruptID(in.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	status, body := e.post(t, "/counter/chat", apAlice, false, rsResumeSync("t", rsEntry(in.ID, "resolved")))
+	var env struct {
+		Data  json.RawMessage `json:"data"`
+		Error json.RawMessage `json:"error"`
+		Meta  struct {
+			Parked bool   `json:"parked"`
+			RunID  string `json:"runId"`
+		} `json:"meta"`
+	}
+	if err := json.Unmarshal([]byte(body), &env); err != nil {
+		t.Fatalf("reply %s: %v", body, err)
+	}
+	if status != http.StatusAccepted || string(env.Data) != "null" || string(env.Error) != "null" || !env.Meta.Parked || env.Meta.RunID != flowRun {
+		t.Fatalf("parked again: HTTP %d %s, want 202 with data null, meta parked and runId %s", status, body, flowRun)
+	}
+	e.mu.Lock()
+	reparked := e.reparked
+	e.mu.Unlock()
+	if len(reparked) != 1 || len(reparked[0]) != 1 || reparked[0][0].ToolCallID != "call_2" || reparked[0][0].Payload.Tool != "vault.pay" {
+		t.Fatalf("ai.Run's interrupts %+v, want the one of call_2", reparked)
+	}
+
+	status, body = e.post(t, "/counter/chat", apAlice, false, rsResumeSync("t", rsEntry(reparked[0][0].ID, "resolved")))
+	if status != http.StatusOK {
+		t.Fatalf("finished: HTTP %d %s", status, body)
+	}
+	var got struct {
+		Data ai.RunResult `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	res := got.Data
+	if res.Text != "Both paid." || string(res.Output) != `{"ok":true,"to":"eve","amount":700}` || res.StopReason != "completed" {
+		t.Errorf("result %+v (output %s), want text \"Both paid.\", the last tool's output, completed", res, res.Output)
+	}
+	if res.Usage == nil || res.Usage.InputTokens == nil || *res.Usage.InputTokens != 60 || res.Usage.OutputTokens == nil || *res.Usage.OutputTokens != 15 {
+		t.Errorf("usage %+v, want 60 in and 15 out: every turn of the run", res.Usage)
+	}
+	// What the parked run itself stored as its result: what a direct call returns.
+	var stored journal.RunRecord
+	waitFor(t, "the resumed run to complete", func() bool {
+		stored, err = e.j.GetRun(context.Background(), flowRun)
+		return err == nil && stored.Status == journal.StatusCompleted
+	})
+	want, _ := json.Marshal(res)
+	var direct ai.RunResult
+	if err := json.Unmarshal(stored.Output, &direct); err != nil {
+		t.Fatal(err)
+	}
+	if have, _ := json.Marshal(direct); string(have) != string(want) {
+		t.Errorf("the resume answered %s, the run stored %s", want, have)
+	}
+}
+
+// A resume takes the text of its result from the run's last turn that had text, even
+// when that turn came before the park.
+func TestResumeWithoutStreamingTextBeforePark(t *testing.T) {
+	t.Parallel()
+	e := newRsEnv(t, rsConfig{turns: []openaitest.Turn{
+		{Text: "Paying bob.", ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "vault_pay", Arguments: `{"to":"bob","amount":500}`}}},
+		{Text: ""},
+	}})
+	in := e.start(t, "t").finished(t).Outcome.Interrupts[0]
+	status, body := e.post(t, "/counter/chat", apAlice, false, rsResumeSync("t", rsEntry(in.ID, "resolved")))
+	var got struct {
+		Data ai.RunResult `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); status != http.StatusOK || err != nil {
+		t.Fatalf("HTTP %d %s", status, body)
+	}
+	eq(t, "text", got.Data.Text, "Paying bob.")
+	eq(t, "stop reason", got.Data.StopReason, "completed")
 }
 
 // An interrupt past its deadline that the recovery loop has not swept yet is decided: it
