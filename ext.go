@@ -80,6 +80,10 @@ func (internals) Authenticate(a *App, r *http.Request) (*Principal, error) {
 	return a.auth.Authenticate(r)
 }
 
+func (internals) WriteParked(fx *Fx, w http.ResponseWriter, r *http.Request) {
+	fx.app.writeParked(w, r, fx)
+}
+
 func (internals) HasGates(a *App, id string) bool {
 	b, ok := a.bindings[id]
 	return ok && len(b.mw) > 0

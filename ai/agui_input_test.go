@@ -38,6 +38,24 @@ func envelopeError(t *testing.T, body string) (code string, data map[string]any)
 	return env.Error.Code, env.Error.Data
 }
 
+// checkIssue checks that a reply is a 400 ValidationError with one issue, at path, whose
+// message contains want.
+func checkIssue(t *testing.T, status int, body, path, want string) {
+	t.Helper()
+	eq(t, "status", status, http.StatusBadRequest)
+	code, data := envelopeError(t, body)
+	eq(t, "code", code, "ValidationError")
+	issues, _ := data["issues"].([]any)
+	if len(issues) != 1 {
+		t.Fatalf("issues %v, want one", data)
+	}
+	issue := issues[0].(map[string]any)
+	eq(t, "issue path", issue["path"], any(path))
+	if msg, _ := issue["message"].(string); !strings.Contains(msg, want) {
+		t.Errorf("issue message %q, want it to contain %q", msg, want)
+	}
+}
+
 // TestAGUIHistory checks that a whole AG-UI conversation, as a stock client sends it
 // back on its second turn, reaches the model: user content parts, an assistant message
 // with tool calls and no content, the tool result, system and developer messages; and
@@ -109,24 +127,35 @@ func TestAGUIHistoryErrors(t *testing.T) {
 		{"image part", `[{"id":"u","role":"user","content":[{"type":"text","text":"see"},{"type":"image","source":{"type":"url","value":"https://x"}}]}]`,
 			"messages[0].content[1]", "only text parts"},
 		{"unknown role", `[{"id":"u","role":"robot","content":"hi"}]`, "messages[0].role", "role must be"},
+		{"two calls with one id", `[{"id":"u","role":"user","content":"hi"},{"id":"a","role":"assistant","toolCalls":[` +
+			`{"id":"c1","type":"function","function":{"name":"tools.weather","arguments":"{}"}},` +
+			`{"id":"c1","type":"function","function":{"name":"tools.weather","arguments":"{\"city\":\"Oslo\"}"}}]},` +
+			`{"id":"t","role":"tool","toolCallId":"c1","content":"x"}]`,
+			"messages[1].toolCalls[1].id", `tool call id "c1" is used twice in the message`},
 	}
 	w := newWorld(t, setup{turns: []turn{{Text: "never"}}})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			status, body := w.post(t, "/chat/agui", `{"threadId":"t","runId":"r","messages":`+tc.messages+`}`)
-			eq(t, "status", status, http.StatusBadRequest)
-			code, data := envelopeError(t, body)
-			eq(t, "code", code, "ValidationError")
-			issues, _ := data["issues"].([]any)
-			if len(issues) != 1 {
-				t.Fatalf("issues %v, want one", data)
-			}
-			issue := issues[0].(map[string]any)
-			eq(t, "issue path", issue["path"], any(tc.path))
-			if msg, _ := issue["message"].(string); !strings.Contains(msg, tc.want) {
-				t.Errorf("issue message %q, want it to contain %q", msg, tc.want)
-			}
+			checkIssue(t, status, body, tc.path, tc.want)
+		})
+	}
+	t.Cleanup(func() { eq(t, "model requests", w.model.RequestCount(), 0) })
+}
+
+// TestClientToolNameErrors checks that a client tool whose name no provider accepts (once
+// its dots become underscores) is a ValidationError at its name, before any event and
+// before the model is called.
+func TestClientToolNameErrors(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, setup{turns: []turn{{Text: "never"}}})
+	for _, name := range []string{"ask user", "ask/user", "ask:user", "frågan", strings.Repeat("x", 65), "ui." + strings.Repeat("x", 62)} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tools := fmt.Sprintf(`[{"name":"ok.tool","parameters":{"type":"object"}},{"name":%q,"parameters":{"type":"object"}}]`, name)
+			status, body := w.post(t, "/chat/agui", `{"threadId":"t","runId":"r","tools":`+tools+`,"messages":[{"id":"u","role":"user","content":"hi"}]}`)
+			checkIssue(t, status, body, "tools[1].name", fmt.Sprintf("must be 1 to 64 letters, digits, '_', '-' or '.' (sent to the model as '_'), got %q", name))
 		})
 	}
 	t.Cleanup(func() { eq(t, "model requests", w.model.RequestCount(), 0) })

@@ -168,13 +168,11 @@ func decide(ctx context.Context, app *engine.App, p *engine.Principal, id string
 	if park == nil {
 		return unknown
 	}
-	if park.Decision == nil && !park.Deadline.After(j.Now()) {
+	if lapsed(*park, j.Now()) {
 		// The wait is over even if the recovery loop has not swept it yet: the timeout
 		// is the decision, and this one comes too late.
-		timeout, _ := json.Marshal(decisionPayload{Reason: "timeout"})
-		err := j.Decide(ctx, runID, callID, journal.Decision{Kind: journal.DecisionTimeout, Payload: timeout})
-		if err != nil && !errors.Is(err, journal.ErrConflict) {
-			return durable.MapError(err)
+		if err := timeOut(ctx, j, runID, callID); err != nil {
+			return err
 		}
 		return durable.MapError(journal.ErrConflict)
 	}
@@ -182,13 +180,42 @@ func decide(ctx context.Context, app *engine.App, p *engine.Principal, id string
 	if err := json.Unmarshal(park.Payload, &pp); err != nil {
 		return fmt.Errorf("ai: decoding park payload: %w", err)
 	}
+	if err := toolGates(ctx, app, p, pp, dp); err != nil {
+		return err
+	}
+	return store(ctx, j, runID, callID, kind, dp)
+}
+
+// store stores a checked decision of the park key of run runID: 409 Conflict when one
+// is stored already, JournalLeaseBusy while another instance holds the run.
+func store(ctx context.Context, j *journal.Journal, runID, key string, kind journal.DecisionKind, dp decisionPayload) error {
+	payload, _ := json.Marshal(dp)
+	return durable.MapError(j.Decide(ctx, runID, key, journal.Decision{Kind: kind, Payload: payload}))
+}
+
+// lapsed reports whether park is undecided and past its deadline: timed out, whether or
+// not the recovery loop has swept it yet.
+func lapsed(park journal.ParkRecord, now time.Time) bool {
+	return park.Decision == nil && !park.Deadline.After(now)
+}
+
+// timeOut stores the timeout decision of a lapsed park, as the recovery loop would; a
+// park decided meanwhile is left as it is.
+func timeOut(ctx context.Context, j *journal.Journal, runID, key string) error {
+	timeout, _ := json.Marshal(decisionPayload{Reason: "timeout"})
+	err := j.Decide(ctx, runID, key, journal.Decision{Kind: journal.DecisionTimeout, Payload: timeout})
+	if err != nil && !errors.Is(err, journal.ErrConflict) {
+		return durable.MapError(err)
+	}
+	return nil
+}
+
+// toolGates runs the gates of the parked call's tool for p, with the input the decision
+// gives the tool: the edited args when there are any, else the model's.
+func toolGates(ctx context.Context, app *engine.App, p *engine.Principal, pp parkPayload, dp decisionPayload) error {
 	input := pp.Args
 	if len(dp.Args) > 0 {
 		input = dp.Args
 	}
-	if err := ext.CheckGates(app, ctx, pp.Tool, p, input); err != nil {
-		return err
-	}
-	payload, _ := json.Marshal(dp)
-	return durable.MapError(j.Decide(ctx, runID, callID, journal.Decision{Kind: kind, Payload: payload}))
+	return ext.CheckGates(app, ctx, pp.Tool, p, input)
 }

@@ -106,6 +106,7 @@ type apConfig struct {
 	jopts  journal.Options
 	aiOpts ai.Options
 	model  *openaitest.Server // shared with an earlier app (a simulated restart)
+	binds  []engine.Option    // more of the app: another test's flows
 }
 
 // apEnv is one running approval test app behind real HTTP.
@@ -154,6 +155,7 @@ func newApEnv(t *testing.T, cfg apConfig) *apEnv {
 		engine.WithAuthenticator(apHeaderAuth{}),
 		durable.With(e.j),
 		ai.Install(cfg.aiOpts),
+		engine.Options(cfg.binds...),
 		engine.Bind(apTransfer, func(_ *engine.Fx, in ApTransferIn) (ApTransferOut, error) {
 			e.mu.Lock()
 			e.transfers = append(e.transfers, in)

@@ -28,7 +28,7 @@ type CapabilityIdentity struct {
 
 // CapabilityTransport: runs stream as server-sent events; resumable says a run can be
 // followed again from a sequence number (Last-Event-ID on the follow route), which holds
-// when the app has a journal.
+// when the app has a journal and the follow route ([Install]).
 type CapabilityTransport struct {
 	Streaming bool `json:"streaming"`
 	Resumable bool `json:"resumable"`
@@ -74,9 +74,10 @@ func CapabilitiesOf(app *engine.App, agent *AgentDef) (Capabilities, error) {
 		return Capabilities{}, err
 	}
 	durableApp := durable.JournalOf(app) != nil
+	_, installed := configKey.App(app) // the follow route
 	c := Capabilities{
 		Identity:  CapabilityIdentity{Name: agent.name},
-		Transport: CapabilityTransport{Streaming: true, Resumable: durableApp},
+		Transport: CapabilityTransport{Streaming: true, Resumable: durableApp && installed},
 		Tools:     CapabilityTools{Supported: true, Items: []CapabilityTool{}, ParallelCalls: true, ClientProvided: true},
 		State:     CapabilityState{Snapshots: true, Deltas: true},
 		HumanInTheLoop: CapabilityHumanInTheLoop{Supported: durableApp, Approvals: durableApp,

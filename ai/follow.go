@@ -108,31 +108,40 @@ func readFollowable(ctx context.Context, app *engine.App, p *engine.Principal, i
 		// The database, not the run: a 404 would tell a follower to stop, a 500 to retry.
 		return journal.Stream{}, nil, fmt.Errorf("ai: reading run %s: %w", id, err)
 	}
-	public := err == nil && st.PrincipalID == "" && st.Tenant == ""
-	if p == nil && !public {
-		return journal.Stream{}, nil, engine.Unauthorized()
-	}
-	if err != nil {
-		return journal.Stream{}, nil, engine.NotFound("no run %s", id)
-	}
-	if !public {
-		if st.Tenant != p.Tenant || (st.PrincipalID != p.ID && !p.Operator) {
-			return journal.Stream{}, nil, engine.NotFound("no run %s", id)
-		}
-	}
-	if !ext.HasGates(app, st.Flow) {
-		return st, rows, nil
-	}
-	var input json.RawMessage
-	if st.RunID != "" {
-		if rec, err := j.GetRun(ctx, st.RunID); err == nil {
-			input = rec.Input
-		}
-	}
-	if err := ext.CheckRead(app, ctx, st.Flow, p, input, engine.NotFound("no run %s", id)); err != nil {
+	if err := mayFollow(ctx, app, p, st, err == nil, engine.NotFound("no run %s", id)); err != nil {
 		return journal.Stream{}, nil, err
 	}
 	return st, rows, nil
+}
+
+// mayFollow applies the follow route's access rules to the stream st (found is false
+// when there is no such stream): the caller must be in its tenant, be its starter or an
+// operator, and pass the gates of the flow that started it, read as a read. A caller
+// without credentials gets Unauthorized unless the stream is public; any other refusal
+// is notFound.
+func mayFollow(ctx context.Context, app *engine.App, p *engine.Principal, st journal.Stream, found bool, notFound error) error {
+	public := found && st.PrincipalID == "" && st.Tenant == ""
+	if p == nil && !public {
+		return engine.Unauthorized()
+	}
+	if !found {
+		return notFound
+	}
+	if !public {
+		if st.Tenant != p.Tenant || (st.PrincipalID != p.ID && !p.Operator) {
+			return notFound
+		}
+	}
+	if !ext.HasGates(app, st.Flow) {
+		return nil
+	}
+	var input json.RawMessage
+	if st.RunID != "" {
+		if rec, err := durable.JournalOf(app).GetRun(ctx, st.RunID); err == nil {
+			input = rec.Input
+		}
+	}
+	return ext.CheckRead(app, ctx, st.Flow, p, input, notFound)
 }
 
 // lastEventID reads where to resume: the Last-Event-ID header, else the lastEventId

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 
 	"github.com/bbc28f59/engine"
@@ -119,6 +120,12 @@ type ClientTool struct {
 // ResumeEntry answers one interrupt (RunAgentInput.resume). Status "resolved" approves
 // the call, with Payload.args, when given, replacing the tool input; "cancelled" denies
 // it, with Payload.reason, when given, as what the model sees. See [ResumePayload].
+//
+// A resume is sent to the flow that started the run, and its response shows the run's
+// events, so its caller needs the follow route's access to the run (its tenant, its
+// starter or an operator, the flow's gates) beside the tools' gates; any other caller
+// gets the NotFound of an unknown interrupt. Who may approve but not read the run
+// decides through the approval routes, which show no events.
 type ResumeEntry struct {
 	InterruptID string          `json:"interruptId"`
 	Status      string          `json:"status"`
@@ -304,11 +311,19 @@ func conversation(input any) (runInput, error) {
 	return out, nil
 }
 
+// toolNameRe is what providers accept as a tool name; a client tool's name must match it
+// once [wireName] has replaced its dots.
+var toolNameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
 // checkRunExtras checks the members of AG-UI's run input beside the messages.
 func checkRunExtras(in Input) error {
 	for i, t := range in.Tools {
 		if t.Name == "" {
 			return invalid(errors.New("ai: a client tool needs a name"), fmt.Sprintf("tools[%d].name", i))
+		}
+		if !toolNameRe.MatchString(wireName(t.Name)) {
+			return invalid(fmt.Errorf("ai: a client tool's name must be 1 to 64 letters, digits, '_', '-' or '.' (sent to the model as '_'), got %q", t.Name),
+				fmt.Sprintf("tools[%d].name", i))
 		}
 		if len(t.Parameters) > 0 && string(t.Parameters) != "null" && !isJSONObject(string(t.Parameters)) {
 			return invalid(errors.New("ai: a client tool's parameters must be a JSON Schema object"), fmt.Sprintf("tools[%d].parameters", i))
@@ -361,6 +376,10 @@ func history(msgs []InputMessage) ([]Message, error) {
 				}
 				if c.Function.Name == "" {
 					return nil, invalid(errors.New("ai: a tool call needs a function name"), fmt.Sprintf("%s.toolCalls[%d].function.name", path, j))
+				}
+				if pending[c.ID] {
+					return nil, invalid(fmt.Errorf("ai: tool call id %q is used twice in the message: each call needs an id of its own", c.ID),
+						fmt.Sprintf("%s.toolCalls[%d].id", path, j))
 				}
 				pending[c.ID] = true
 				msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: c.ID, Name: wireName(c.Function.Name), Arguments: c.Function.Arguments})

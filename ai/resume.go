@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -33,9 +34,26 @@ type resumePoint struct {
 // a run whose response streams the parked run's log from there on: the run resumes on
 // whichever instance claims it, under its own run id and log. Every entry is checked
 // before anything is decided, and every error comes before any event.
+//
+// Since the response shows the parked run's events, a resume is a read of that run as
+// well as a decision: the interrupts must be those of a run of the flow called, and the
+// caller must be allowed to follow the run (the follow route's rules: its tenant, its
+// starter or an operator, the flow's gates). Any other caller gets the same 404 as for an
+// unknown interrupt. Who may approve a call but not read the run decides through the
+// approval routes (or [Approve] and [Deny]), which show no events.
+//
+// The checks, the tools' gates among them, all pass before the first decision is
+// stored, but the decisions are not one transaction: a concurrent resume, or an approval
+// route racing this one, can still decide an interrupt of the set first, and then this
+// resume fails with Conflict after storing the decisions before it.
+//
+// Without streaming the run returns when the resumed run ends: with its [RunResult]
+// when it finishes, or, when it parks again, with [AgentRun.Interrupts] set and the
+// response the parked reply (202, meta parked and runId) of a run that parks. Run returns
+// no error then: this flow's own run is over, and the parked run waits under its own id.
 func resume(fx *engine.Fx, agent *AgentDef, entries []ResumeEntry, opts RunOptions) (*AgentRun, error) {
 	p, err := durable.Step(fx, "agent-resume:"+agent.name, func(ctx context.Context) (resumePoint, error) {
-		return decideResume(ctx, fx.App(), fx.Principal(), entries)
+		return decideResume(ctx, fx.App(), fx.Principal(), fx.Flow().ID(), entries)
 	})
 	if err != nil {
 		return nil, err
@@ -55,9 +73,10 @@ type decidedEntry struct {
 	payload decisionPayload
 }
 
-// decideResume checks every entry as the approval routes check one decision, then
-// stores the decisions. It returns the parked run's log and its last seq before them.
-func decideResume(ctx context.Context, app *engine.App, p *engine.Principal, entries []ResumeEntry) (resumePoint, error) {
+// decideResume checks every entry as the approval routes check one decision, and the
+// caller's right to read the run as the follow route does, then stores the decisions.
+// It returns the parked run's log and its last seq before them.
+func decideResume(ctx context.Context, app *engine.App, p *engine.Principal, flow string, entries []ResumeEntry) (resumePoint, error) {
 	j := durable.JournalOf(app)
 	if j == nil {
 		return resumePoint{}, engine.NotFound("no approval is waiting under this id")
@@ -109,16 +128,24 @@ func decideResume(ctx context.Context, app *engine.App, p *engine.Principal, ent
 	if err != nil {
 		return resumePoint{}, err
 	}
+	now := j.Now()
 	var stream string
+	readable := map[string]bool{}
 	for i, d := range decided {
 		park, ok := parks[d.id]
 		if !ok {
 			return resumePoint{}, engine.NotFound("no approval is waiting under this id")
 		}
-		expired := park.record.Decision == nil && !park.record.Deadline.After(j.Now())
+		if !readable[park.payload.StreamID] {
+			if err := mayRelay(ctx, app, p, flow, park.payload.StreamID); err != nil {
+				return resumePoint{}, err
+			}
+			readable[park.payload.StreamID] = true
+		}
+		expired := lapsed(park.record, now)
 		if expired {
-			// The timeout is the decision: decide stores it as the approval routes do.
-			_ = decide(ctx, app, p, d.id, d.kind, d.payload)
+			// The timeout is the decision: it is stored as the approval routes store it.
+			_ = timeOut(ctx, j, runID, park.record.Key)
 		}
 		if expired || park.record.Decision != nil && park.record.Decision.Kind == journal.DecisionTimeout {
 			return resumePoint{}, engine.Conflict("interrupt %s expired at %s; the call was denied with reason timeout",
@@ -132,11 +159,21 @@ func decideResume(ctx context.Context, app *engine.App, p *engine.Principal, ent
 				return resumePoint{}, err
 			}
 		}
+		// Before anything is stored, so that a denial leaves every interrupt undecided.
+		if err := toolGates(ctx, app, p, park.payload, d.payload); err != nil {
+			return resumePoint{}, err
+		}
 		stream = park.payload.StreamID
 	}
-	var missing []string
+	// An unanswered park past its deadline is decided already: it timed out, whether or
+	// not the recovery loop has swept it yet.
+	var missing, timedOut []string
 	for id, park := range parks {
-		if park.record.Decision == nil && !seen[id] {
+		switch {
+		case seen[id] || park.record.Decision != nil:
+		case lapsed(park.record, now):
+			timedOut = append(timedOut, park.record.Key)
+		default:
 			missing = append(missing, id)
 		}
 	}
@@ -147,12 +184,40 @@ func decideResume(ctx context.Context, app *engine.App, p *engine.Principal, ent
 	if err != nil {
 		return resumePoint{}, fmt.Errorf("ai: reading run %s: %w", stream, err)
 	}
+	// The timeouts first, so that the run wakes when the last answer is stored.
+	for _, key := range timedOut {
+		if err := timeOut(ctx, j, runID, key); err != nil {
+			return resumePoint{}, err
+		}
+	}
+	// Stored as checked: the gates ran above, once, as they run once for an approval route.
 	for _, d := range decided {
-		if err := decide(ctx, app, p, d.id, d.kind, d.payload); err != nil {
+		if err := store(ctx, j, runID, parks[d.id].record.Key, d.kind, d.payload); err != nil {
 			return resumePoint{}, err
 		}
 	}
 	return resumePoint{Stream: stream, After: after}, nil
+}
+
+// mayRelay checks that the caller may see the events of the agent run logged under
+// stream, which a resume's response relays: it must be a run of flow, the flow called,
+// and the caller must pass the follow route's access rules ([mayFollow]). Every refusal
+// is the 404 of an unknown interrupt, so a resume tells no more than a follow does.
+func mayRelay(ctx context.Context, app *engine.App, p *engine.Principal, flow, stream string) error {
+	unknown := engine.NotFound("no approval is waiting under this id")
+	st, err := durable.JournalOf(app).GetStream(ctx, stream)
+	if err != nil && !errors.Is(err, journal.ErrNotFound) {
+		return fmt.Errorf("ai: reading run %s: %w", stream, err)
+	}
+	found := err == nil
+	if found && st.Flow != flow {
+		return unknown
+	}
+	err = mayFollow(ctx, app, p, st, found, unknown)
+	if e := engine.AsError(err); e != nil && e.HTTPStatus() < http.StatusInternalServerError {
+		return unknown
+	}
+	return err
 }
 
 // park is one park of an agent run, with what it is about.
@@ -221,11 +286,16 @@ func checkToolInput(app *engine.App, tool string, args json.RawMessage, path str
 
 // relay streams the parked run's log after the resume point until the resumed run ends
 // (RUN_FINISHED, parked again or done, or RUN_ERROR), with the same seq ids a follower
-// sees. Without sse it reads the same rows to learn how the run ended.
+// sees. Without sse it reads the log from its start, to learn the text of the run's
+// result (which may come from a turn before the park) and how the run ended.
 func (r *AgentRun) relay(ctx context.Context, sse *httpx.SSEWriter) {
 	j := durable.JournalOf(r.fx.App())
 	cfg := configOf(r.fx.App())
 	after := r.follow.After
+	var text resultText
+	if sse == nil {
+		after = 0
+	}
 	wake, unsubscribe := j.Subscribe(r.follow.Stream)
 	defer unsubscribe()
 	poll := time.NewTimer(cfg.FollowPoll)
@@ -242,10 +312,12 @@ func (r *AgentRun) relay(ctx context.Context, sse *httpx.SSEWriter) {
 					r.err = err
 					return
 				}
+			} else {
+				text.add(row.Event)
 			}
 			after = row.Seq
-			if endsRun(row.Event) {
-				r.relayed(row.Event)
+			if row.Seq > r.follow.After && endsRun(row.Event) {
+				r.relayed(row.Event, text.String())
 				return
 			}
 		}
@@ -267,13 +339,15 @@ func (r *AgentRun) relay(ctx context.Context, sse *httpx.SSEWriter) {
 	}
 }
 
-// relayed records how the relayed run ended, from its last event.
-func (r *AgentRun) relayed(ev json.RawMessage) {
+// relayed records how the relayed run ended, from its last event; text is the text of
+// its result.
+func (r *AgentRun) relayed(ev json.RawMessage, text string) {
 	var end struct {
 		Type    string          `json:"type"`
 		Message string          `json:"message"`
 		Code    string          `json:"code"`
 		Result  *agui.RunResult `json:"result"`
+		Usage   []agui.Usage    `json:"usage"`
 		Outcome *agui.Outcome   `json:"outcome"`
 	}
 	if err := json.Unmarshal(ev, &end); err != nil {
@@ -289,7 +363,71 @@ func (r *AgentRun) relayed(ev json.RawMessage) {
 	default:
 		r.finished = true
 		if end.Result != nil {
-			r.result = RunResult{Output: end.Result.Output, Cost: end.Result.Cost, StopReason: string(end.Result.StopReason)}
+			r.result = RunResult{Text: text, Output: end.Result.Output, Cost: end.Result.Cost, StopReason: string(end.Result.StopReason)}
+			if len(end.Usage) == 1 {
+				r.result.Usage = &end.Usage[0]
+			}
 		}
 	}
+}
+
+// resultText follows a run's log to the text of its result as the loop keeps it: the
+// text of the last model turn that had any. A turn is a step (STEP_STARTED reopens the
+// step a run parked in, with the same name); its text is every text message it streamed,
+// and a message streamed again (the turn re-run after its worker was lost) counts once.
+type resultText struct {
+	step  string
+	ids   []string                    // the step's text messages, in order
+	texts map[string]*strings.Builder // their text
+	last  string                      // the text of the last step before it that had any
+}
+
+func (t *resultText) add(ev json.RawMessage) {
+	var e struct {
+		Type      agui.Type `json:"type"`
+		StepName  string    `json:"stepName"`
+		MessageID string    `json:"messageId"`
+		Delta     string    `json:"delta"`
+	}
+	if json.Unmarshal(ev, &e) != nil {
+		return
+	}
+	switch e.Type {
+	case agui.TypeStepStarted:
+		if e.StepName != t.step {
+			if s := t.stepText(); s != "" {
+				t.last = s
+			}
+			t.step, t.ids, t.texts = e.StepName, t.ids[:0], nil
+		}
+	case agui.TypeTextMessageStart:
+		if t.texts == nil {
+			t.texts = map[string]*strings.Builder{}
+		}
+		if _, ok := t.texts[e.MessageID]; !ok {
+			t.ids = append(t.ids, e.MessageID)
+		}
+		t.texts[e.MessageID] = &strings.Builder{}
+	case agui.TypeTextMessageContent:
+		if b, ok := t.texts[e.MessageID]; ok {
+			b.WriteString(e.Delta)
+		}
+	}
+}
+
+// stepText returns the text the current step streamed.
+func (t *resultText) stepText() string {
+	var b strings.Builder
+	for _, id := range t.ids {
+		b.WriteString(t.texts[id].String())
+	}
+	return b.String()
+}
+
+// String returns the text of the last turn that had any.
+func (t *resultText) String() string {
+	if s := t.stepText(); s != "" {
+		return s
+	}
+	return t.last
 }

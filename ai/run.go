@@ -12,6 +12,7 @@ import (
 	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/httpx"
+	"github.com/bbc28f59/engine/internal/ext"
 	"github.com/bbc28f59/engine/internal/jsonx"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -170,6 +171,15 @@ func (*AgentRun) JSONSchema() *jsonschema.Schema {
 // stored log seq as id:, then data: [DONE].
 func (r *AgentRun) Respond(fx *engine.Fx, w http.ResponseWriter, req *http.Request) {
 	if !r.opts.Stream || r.started {
+		if r.follow != nil && len(r.interrupts) > 0 {
+			// A resume whose run parked again answers as a call whose run parks, naming
+			// the parked run (its own flow run is over).
+			if run, _, err := agui.ParseInterruptID(r.interrupts[0].ID); err == nil {
+				fx.SetMeta("runId", run)
+			}
+			ext.WriteParked(fx, w, req)
+			return
+		}
 		engine.WriteData(fx, w, req, r.result)
 		return
 	}

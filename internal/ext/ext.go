@@ -27,6 +27,7 @@ type internals interface {
 	Authenticate(a *engine.App, r *http.Request) (*engine.Principal, error)
 	HasGates(a *engine.App, id string) bool
 	CheckGates(a *engine.App, ctx context.Context, id string, p *engine.Principal, input json.RawMessage) error
+	WriteParked(fx *engine.Fx, w http.ResponseWriter, r *http.Request)
 }
 
 // in fails the module's start-up, not some later call, if engine's internals and this
@@ -94,6 +95,13 @@ func HasGates(a *engine.App, id string) bool { return in.HasGates(a, id) }
 // follow routes check a flow's gates for whoever decides or follows.
 func CheckGates(a *engine.App, ctx context.Context, id string, p *engine.Principal, input json.RawMessage) error {
 	return in.CheckGates(a, ctx, id, p, input)
+}
+
+// WriteParked answers fx's call with the reply of a durable call that parked (202
+// Accepted, no data, meta parked and what the handler set): for a [engine.Responder]
+// whose work parked a run other than its call's own (an agent resume that parked again).
+func WriteParked(fx *engine.Fx, w http.ResponseWriter, r *http.Request) {
+	in.WriteParked(fx, w, r)
 }
 
 // readKey marks the context of a gate check made by [CheckRead].
