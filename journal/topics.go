@@ -28,8 +28,8 @@ func SignalTopic(name, key string) string {
 func ChannelTopic(name string) string { return "channel/" + url.PathEscape(name) }
 
 // SetSignal stores value as the latest value of signal name under key (stored even when
-// no run waits: a later wait sees it) and resumes the runs it was the last wait of. With
-// once, a second value is [ErrConflict].
+// no run waits: a later wait sees it) and resumes the runs it was the last wait of (past
+// the first 32, through the recovery loop). With once, a second value is [ErrConflict].
 func (j *Journal) SetSignal(ctx context.Context, name, key string, value json.RawMessage, once bool) (TopicValue, error) {
 	if name == "" {
 		return TopicValue{}, errors.New("journal: SetSignal needs a name")
@@ -44,9 +44,7 @@ func (j *Journal) SetSignal(ctx context.Context, name, key string, value json.Ra
 	if err != nil {
 		return TopicValue{}, err
 	}
-	for _, id := range runnable {
-		j.tryResume(ctx, id)
-	}
+	j.resumeWoken(ctx, runnable)
 	return v, nil
 }
 
@@ -71,10 +69,22 @@ func (j *Journal) Publish(ctx context.Context, channel string, payload json.RawM
 	if err != nil {
 		return 0, err
 	}
-	for _, id := range runnable {
+	j.resumeWoken(ctx, runnable)
+	return seq, nil
+}
+
+// maxInlineResumes bounds the runs a set or a publish claims itself, in its caller's
+// time: past it, the runs it woke are left to the recovery loop (within
+// [Options.PollInterval], on whichever instance gets there first), so a signal thousands
+// of runs wait for costs its setter a bounded number of writes.
+const maxInlineResumes = 32
+
+// resumeWoken claims and resumes the first [maxInlineResumes] runs a set or a publish
+// made runnable.
+func (j *Journal) resumeWoken(ctx context.Context, runnable []string) {
+	for _, id := range runnable[:min(len(runnable), maxInlineResumes)] {
 		j.tryResume(ctx, id)
 	}
-	return seq, nil
 }
 
 // Messages returns up to limit messages of channel name after seq after, in seq order

@@ -116,6 +116,65 @@ func topicCases() []testCase {
 				t.Fatalf("resumed with %q on %q, want the value on the instance that set it", v, by)
 			}
 		}},
+		{"Signals/ASetManyWaitForClaimsABoundedNumberTheRecoveryLoopTheRest", func(t *testing.T, e *env) {
+			// 40 runs wait for one signal: the set claims the first 32 itself and leaves
+			// the other 8 runnable for the recovery loop, so its caller's writes are bounded.
+			var o outcomes
+			body := func(ctx context.Context, r *journal.Run) {
+				d, err := r.WaitSignal(ctx, "go", "all", time.Time{})
+				switch {
+				case err != nil:
+					o.set(r.ID, "a", "error: "+err.Error())
+					_ = r.Fail(ctx, err.Error())
+				case d == nil:
+					_ = r.Suspend(ctx)
+				default:
+					o.set(r.ID, "a", string(d.Payload))
+					_ = r.Complete(ctx, d.Payload)
+				}
+			}
+			j := e.journal("a", func(opt *journal.Options) { opt.Resumer = body })
+			const n = 40
+			ids := make([]string, n)
+			for i := range n {
+				r := e.begin(j)
+				ids[i] = r.ID
+				body(e.ctx, r)
+			}
+			_, err := j.SetSignal(e.ctx, "go", "all", json.RawMessage(`"now"`), true)
+			must(t, "SetSignal", err)
+			// The set claims before it returns: the runs it did not claim are still parked.
+			parked := 0
+			for _, id := range ids {
+				if e.run(id).Status == journal.StatusParked {
+					parked++
+				}
+			}
+			if parked != n-32 {
+				t.Fatalf("%d runs still parked after the set, want the %d past the 32 it claims", parked, n-32)
+			}
+			ended := func() int {
+				k := 0
+				for _, id := range ids {
+					if e.completed(id)() {
+						k++
+					}
+				}
+				return k
+			}
+			waitFor(t, "the set's own resumes", func() bool { return ended() == 32 })
+			if k := ended(); k != 32 {
+				t.Fatalf("%d runs ended before the recovery loop ran, want the 32 the set claims", k)
+			}
+			_, err = j.RecoverOnce(e.ctx)
+			must(t, "RecoverOnce", err)
+			for _, id := range ids {
+				waitFor(t, "run "+id+" to end", e.completed(id))
+				if v, _, _ := o.get(id); v != `"now"` {
+					t.Fatalf("run %s ended with %q", id, v)
+				}
+			}
+		}},
 		{"Signals/OnceRefusesASecondValueOthersKeepTheLatest", func(t *testing.T, e *env) {
 			j := e.journal("a")
 			if _, err := j.Signal(e.ctx, "paid", "o1"); !errors.Is(err, journal.ErrNotFound) {
