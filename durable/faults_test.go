@@ -158,3 +158,76 @@ func TestCloseDoesNotWaitForeverForATick(t *testing.T) {
 		t.Fatalf("the cut-off tick's run: status %s, owner %q; want running and released, to resume elsewhere", rec.Status, rec.LeaseOwner)
 	}
 }
+
+var leaveFlow = engine.Define[PlaceIn, boomOut](faults, "leave", engine.POST("/leave"), engine.Public(), engine.Durable())
+
+// A caller that goes away mid-call cuts the execution off, not the run: the run is
+// released with its recorded steps and the recovery loop finishes it, running again only
+// the step that was cut off.
+func TestACallerLeavingMidCallLeavesTheRunToFinish(t *testing.T) {
+	t.Parallel()
+	j, err := journal.New(memory.New(), journal.Options{Owner: "a", PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first, second atomic.Int64
+	var runID atomic.Value
+	entered := make(chan struct{})
+	app, err := engine.New(engine.WithLogger(discardLogger()), durable.With(j),
+		engine.Bind(leaveFlow, func(fx *engine.Fx, in PlaceIn) (boomOut, error) {
+			runID.Store(durable.RunOf(fx).ID)
+			if _, err := durable.Step(fx, "first", func(context.Context) (int64, error) { return first.Add(1), nil }); err != nil {
+				return boomOut{}, err
+			}
+			n, err := durable.Step(fx, "second", func(ctx context.Context) (int64, error) {
+				if second.Add(1) == 1 {
+					close(entered)
+					<-ctx.Done() // the caller leaves while this step runs
+					return 0, ctx.Err()
+				}
+				return 2, nil
+			})
+			return boomOut{X: float64(n)}, err
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Close(context.Background()) })
+	srv := httptest.NewServer(app.Handler())
+	t.Cleanup(srv.Close)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/leave", strings.NewReader(`{"item":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			res.Body.Close()
+		}
+	}()
+	<-entered
+	cancel()
+	<-done
+	id, _ := runID.Load().(string)
+	deadline := time.Now().Add(10 * time.Second)
+	var rec journal.RunRecord
+	for time.Now().Before(deadline) {
+		if rec, err = j.GetRun(context.Background(), id); err == nil && rec.Status.Final() {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if rec.Status != journal.StatusCompleted || string(rec.Output) != `{"x":2}` {
+		t.Fatalf("run after its caller left: %s %s (%s), want completed {\"x\":2}", rec.Status, rec.Output, rec.Error)
+	}
+	if first.Load() != 1 || second.Load() != 2 {
+		t.Fatalf("steps ran %d and %d times, want the recorded one once and the cut-off one twice", first.Load(), second.Load())
+	}
+}
