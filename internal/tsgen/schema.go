@@ -375,14 +375,31 @@ func joinPath(path, k string) string {
 	return path + "." + k
 }
 
-// paren wraps a union or intersection so it can take [] or join another union.
+// paren wraps a union or intersection so it can take [] or join another union. It
+// scans the type's text for a | or & outside any brackets, skipping what the generator
+// writes inside double-quoted strings (literals and property keys) and comments
+// (descriptions, untranslatable notes), whose brackets and bars are not syntax.
 func paren(s string) string {
 	if strings.HasPrefix(s, "unknown /*") {
 		return s
 	}
 	depth := 0
-	for _, c := range s {
-		switch c {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"':
+			for i++; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' {
+					i++
+				}
+			}
+		case '/':
+			if i+1 < len(s) && s[i+1] == '*' {
+				end := strings.Index(s[i+2:], "*/")
+				if end < 0 {
+					return "(" + s + ")" // not written by the generator: wrapping is safe
+				}
+				i += 2 + end + 1
+			}
 		case '{', '(', '[':
 			depth++
 		case '}', ')', ']':

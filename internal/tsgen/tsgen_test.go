@@ -201,3 +201,36 @@ func TestAddUntranslatable(t *testing.T) {
 		t.Errorf("declarations: %v\n%s", err, dts)
 	}
 }
+
+// TestParenSkipsStringsAndComments: brackets and bars inside string literals and
+// comments are not syntax, so an array of a union is still parenthesised (and one of a
+// single literal holding a bar is not).
+func TestParenSkipsStringsAndComments(t *testing.T) {
+	t.Parallel()
+	dts, problems := gen1(t, `{"type":"object","properties":{`+
+		`"tags":{"type":"array","items":{"enum":["(","x"]}},`+
+		`"rows":{"type":"array","items":{"type":["object","null"],"properties":{"a":{"type":"string","description":"step 1) do it"}}}},`+
+		`"bars":{"type":"array","items":{"const":"a|b"}},`+
+		`"open":{"type":"array","items":{"anyOf":[{"const":"x"},{"type":"object","properties":{"q":{"type":"string","description":"see { here | ("}}}]}}},`+
+		`"required":["tags","rows","bars","open"]}`)
+	if len(problems) > 0 {
+		t.Fatalf("problems: %v", problems)
+	}
+	want := "export type ShopBuyInput = {\n" +
+		"  tags: (\"(\" | \"x\")[];\n" +
+		"  rows: ({\n    /** step 1) do it */\n    a?: string;\n  } | null)[];\n" +
+		"  bars: \"a|b\"[];\n" +
+		"  open: (\"x\" | {\n    /** see { here | ( */\n    q?: string;\n  })[];\n" +
+		"};\n"
+	if !strings.Contains(dts, want) {
+		t.Fatalf("want\n%s\nin:\n%s", want, dts)
+	}
+	tscCheck(t, []byte(dts), `import type { ShopBuyInput } from "./engine-client.js";
+const ok: ShopBuyInput = { tags: ["(", "x"], rows: [{ a: "s" }, null], bars: ["a|b"], open: ["x", { q: "" }] };
+// @ts-expect-error: a tag is one of the enum's values
+const badTag: ShopBuyInput = { tags: ["y"], rows: [], bars: [], open: [] };
+// @ts-expect-error: rows is an array, not a row or null
+const badRows: ShopBuyInput = { tags: [], rows: null, bars: [], open: [] };
+export { ok, badTag, badRows };
+`)
+}
