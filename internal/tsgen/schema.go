@@ -416,8 +416,7 @@ func paren(s string) string {
 func literal(v *value) (string, bool) {
 	switch v.kind {
 	case 's':
-		b, _ := json.Marshal(v.str)
-		return string(b), true
+		return jsString(v.str), true
 	case 'n':
 		return v.str, true
 	case 'b':

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -202,7 +201,7 @@ func routeMap(units []string, routes map[string]map[string]Route) string {
 				sb.WriteString(",")
 			}
 			r := flows[f]
-			fmt.Fprintf(&sb, "\n    %s: { method: %s, path: %s }", f, strconv.Quote(r.Method), strconv.Quote(r.Path))
+			fmt.Fprintf(&sb, "\n    %s: { method: %s, path: %s }", f, jsString(r.Method), jsString(r.Path))
 		}
 		sb.WriteString("\n  }")
 	}
@@ -237,9 +236,22 @@ func comment(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// propKey writes a property name of an object type: bare when it is an identifier,
+// else a string literal.
 func propKey(k string) string {
 	if ident.MatchString(k) {
 		return k
 	}
-	return strconv.Quote(k)
+	return jsString(k)
+}
+
+// jsString quotes s as a JSON string, which JavaScript and TypeScript read as the same
+// string (Go's strconv.Quote writes escapes such as \a and \U0010ffff that they read
+// differently). HTML is not escaped: the output is a module, not a script in a page.
+func jsString(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -234,3 +234,31 @@ const badRows: ShopBuyInput = { tags: [], rows: null, bars: [], open: [] };
 export { ok, badTag, badRows };
 `)
 }
+
+// TestQuoteAsJSON: property keys and route strings are quoted by JSON's rules, which
+// JavaScript reads as the same string; Go's \a or \U000e0001 escapes it reads otherwise.
+func TestQuoteAsJSON(t *testing.T) {
+	t.Parallel()
+	out := genDesc(t, `{"version":1,"units":[{"name":"u","flows":[{"name":"f","trigger":{"method":"GET","path":"/a\u0007b/\udb40\udc01/<&>"},`+
+		`"input":{"type":"object","properties":{"a\u0007b":{"type":"string"},"t\udb40\udc01":{"type":"number"},"q\"\\<":{"type":"boolean"}},"required":["a\u0007b"]},"output":true}]}]}`)
+	if len(out.Problems) > 0 {
+		t.Fatalf("problems: %v", out.Problems)
+	}
+	dts := string(out.DTS)
+	want := "export type UFInput = {\n  \"a\\u0007b\": string;\n  \"t\U000e0001\"?: number;\n  \"q\\\"\\\\<\"?: boolean;\n};\n"
+	if !strings.Contains(dts, want) {
+		t.Errorf("want\n%s\nin:\n%s", want, dts)
+	}
+	route := "f: { method: \"GET\", path: \"/a\\u0007b/\U000e0001/<&>\" }"
+	if !strings.Contains(dts, route) || !strings.Contains(string(out.JS), route) {
+		t.Errorf("want %q in both files:\n%s\n%s", route, dts, out.JS)
+	}
+	if got := nodeEval(t, out.JS, `import { $routes } from "./engine-client.js";
+console.log($routes.u.f.path === "/a\u0007b/\u{e0001}/<&>");`); got != "true" {
+		t.Errorf("node reads another path: %s", got)
+	}
+	tscCheck(t, out.DTS, `import type { UFInput } from "./engine-client.js";
+const ok: UFInput = { "a\u0007b": "s", "t\u{e0001}": 1, "q\"\\<": true };
+export { ok };
+`)
+}
