@@ -195,13 +195,13 @@ func routeMap(units []string, routes map[string]map[string]Route) string {
 			names = append(names, f)
 		}
 		sort.Strings(names)
-		fmt.Fprintf(&sb, "\n  %s: {", u)
+		fmt.Fprintf(&sb, "\n  %s: {", routeKey(u))
 		for i, f := range names {
 			if i > 0 {
 				sb.WriteString(",")
 			}
 			r := flows[f]
-			fmt.Fprintf(&sb, "\n    %s: { method: %s, path: %s }", f, jsString(r.Method), jsString(r.Path))
+			fmt.Fprintf(&sb, "\n    %s: { method: %s, path: %s }", routeKey(f), jsString(r.Method), jsString(r.Path))
 		}
 		sb.WriteString("\n  }")
 	}
@@ -243,6 +243,17 @@ func propKey(k string) string {
 		return k
 	}
 	return jsString(k)
+}
+
+// routeKey writes a unit or flow name (an identifier) as a key of the $routes object
+// literal. A plain or quoted __proto__ key there would set the object's prototype
+// instead of making a property; the computed form makes an own property (and, in the
+// declarations, a property named __proto__).
+func routeKey(k string) string {
+	if k == "__proto__" {
+		return "[" + jsString(k) + "]"
+	}
+	return k
 }
 
 // jsString quotes s as a JSON string, which JavaScript and TypeScript read as the same

@@ -262,3 +262,30 @@ const ok: UFInput = { "a\u0007b": "s", "t\u{e0001}": 1, "q\"\\<": true };
 export { ok };
 `)
 }
+
+// TestProtoRoutes: a unit or flow named __proto__ is an own property of $routes, not its
+// prototype.
+func TestProtoRoutes(t *testing.T) {
+	t.Parallel()
+	out := genDesc(t, `{"version":1,"units":[{"name":"__proto__","flows":[`+
+		`{"name":"get","trigger":{"method":"GET","path":"/x"},"input":{"type":"object"},"output":{"type":"string"}},`+
+		`{"name":"__proto__","trigger":{"method":"POST","path":"/y"},"input":{"type":"object"},"output":{"type":"string"}}]}]}`)
+	want := "export const $routes = {\n  [\"__proto__\"]: {\n" +
+		"    [\"__proto__\"]: { method: \"POST\", path: \"/y\" },\n" +
+		"    get: { method: \"GET\", path: \"/x\" }\n  }\n};\n"
+	if !strings.Contains(string(out.JS), want) {
+		t.Errorf("want\n%s\nin:\n%s", want, out.JS)
+	}
+	got := nodeEval(t, out.JS, `import { $routes } from "./engine-client.js";
+const u = Object.getOwnPropertyDescriptor($routes, "__proto__")?.value;
+console.log(JSON.stringify([Object.keys($routes), Object.getPrototypeOf($routes) === Object.prototype,
+  u && Object.keys(u), u && Object.getPrototypeOf(u) === Object.prototype, u && u.get.path]));`)
+	if w := `[["__proto__"],true,["__proto__","get"],true,"/x"]`; got != w {
+		t.Errorf("node: got %s, want %s", got, w)
+	}
+	tscCheck(t, out.DTS, `import { $routes } from "./engine-client.js";
+const p: "/x" = $routes["__proto__"].get.path;
+const m: "POST" = $routes["__proto__"]["__proto__"].method;
+export { p, m };
+`)
+}
