@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -84,6 +85,22 @@ func decodeValue(dec *json.Decoder) (*value, error) {
 type gen struct {
 	decls    strings.Builder
 	problems []Problem
+	used     map[string]bool // the type names declared so far, and the file's own
+}
+
+// unique returns name, made an identifier if it starts with a digit, or else the first
+// of name2, name3, ... not declared yet, and records it. Names are taken in the
+// descriptor's order, so the same descriptor gives the same names.
+func (g *gen) unique(name string) string {
+	if name == "" || name[0] >= '0' && name[0] <= '9' {
+		name = "_" + name
+	}
+	n := name
+	for i := 2; g.used[n]; i++ {
+		n = name + strconv.Itoa(i)
+	}
+	g.used[n] = true
+	return n
 }
 
 // root is the translation of one schema of a flow: its definitions are named after it.
@@ -111,6 +128,7 @@ var ignored = map[string]bool{
 
 // named translates a flow's schema into an exported type alias and returns its name.
 func (g *gen) named(flow, where, name string, raw json.RawMessage, _ string) string {
+	name = g.unique(name)
 	r := &root{g: g, flow: flow, where: where, name: name, defs: map[string]string{}, raw: map[string]*value{}}
 	var ts string
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
@@ -122,7 +140,7 @@ func (g *gen) named(flow, where, name string, raw json.RawMessage, _ string) str
 			for _, key := range []string{"$defs", "definitions"} {
 				if d := v.obj[key]; d != nil && d.kind == 'o' {
 					for _, k := range d.keys {
-						r.defs["#/"+key+"/"+k] = name + pascal(k)
+						r.defs["#/"+key+"/"+k] = g.unique(name + pascal(k))
 						r.raw["#/"+key+"/"+k] = d.obj[k]
 					}
 				}

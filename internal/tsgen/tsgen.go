@@ -111,7 +111,7 @@ type Output struct {
 
 // Generate translates the descriptor. source names where it came from, for the header.
 func Generate(d *Descriptor, source string) Output {
-	g := &gen{}
+	g := &gen{used: map[string]bool{"App": true, "AppOf": true, "GateCode": true}}
 	var app strings.Builder
 	app.WriteString("export type App = {\n")
 	routes := map[string]map[string]Route{}
@@ -212,12 +212,15 @@ func routeMap(units []string, routes map[string]map[string]Route) string {
 	return sb.String()
 }
 
-// pascal turns a unit, flow or code name into the start of a type name.
+// pascal turns a unit, flow, code or definition name into a part of a type name: ASCII
+// letters and digits are kept, and every other character (_ - . space, but also : / <
+// and any non-ASCII rune) is dropped and starts a new word. Distinct names can meet
+// (a_b and aB, not_found and NotFound): [gen.unique] tells the type names apart.
 func pascal(s string) string {
 	var sb strings.Builder
 	up := true
 	for _, r := range s {
-		if r == '_' || r == '-' || r == '.' || r == ' ' {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
 			up = true
 			continue
 		}

@@ -289,3 +289,45 @@ const m: "POST" = $routes["__proto__"]["__proto__"].method;
 export { p, m };
 `)
 }
+
+// TestTypeNames: type names are identifiers whatever the unit, flow, error code or
+// definition is called, and names that meet get a numbered suffix in the descriptor's
+// order.
+func TestTypeNames(t *testing.T) {
+	t.Parallel()
+	out := genDesc(t, `{"version":1,"units":[`+
+		`{"name":"a_b","flows":[{"name":"c","input":{"type":"string"},"output":{"type":"string"}}]},`+
+		`{"name":"a","flows":[{"name":"b_c","input":{"type":"number"},"output":{"type":"number"}}]},`+
+		`{"name":"_1","flows":[{"name":"x","input":{"$defs":{"a<b>=c;{d}":{"type":"boolean"},"":{"type":"null"}},"$ref":"#/$defs/a<b>=c;{d}"},"output":true}]},`+
+		`{"name":"u","flows":[{"name":"f","input":true,"output":true,"errors":{`+
+		`"Bad:Input":{"status":400,"data":{"type":"string"}},"not_found":{"status":404,"data":{"const":1}},"NotFound":{"status":404,"data":{"const":2}},"ü/v2":{"status":409}}}]}]}`)
+	if len(out.Problems) > 0 {
+		t.Fatalf("problems: %v", out.Problems)
+	}
+	dts := string(out.DTS)
+	for _, w := range []string{
+		"export type ABCInput = string;\n\nexport type ABCOutput = string;\n\n" +
+			"export type ABCInput2 = number;\n\nexport type ABCOutput2 = number;\n\n" +
+			"export type _1XInput2 = null;\n\nexport type _1XInputABCD = boolean;\n\nexport type _1XInput = _1XInputABCD;\n\n" +
+			"export type _1XOutput = unknown;\n\n" +
+			"export type UFInput = unknown;\n\nexport type UFOutput = unknown;\n\n" +
+			"export type UFBadInputData = string;\n\nexport type UFNotFoundData = 2;\n\nexport type UFNotFoundData2 = 1;\n\n" +
+			"export type UFV2Data = unknown;\n\n",
+		"    c: { input: ABCInput; output: ABCOutput; errors: {}; gated: false };\n",
+		"    b_c: { input: ABCInput2; output: ABCOutput2; errors: {}; gated: false };\n",
+		`    f: { input: UFInput; output: UFOutput; errors: { "Bad:Input": UFBadInputData; NotFound: UFNotFoundData; not_found: UFNotFoundData2; "ü/v2": UFV2Data }; gated: false };` + "\n",
+	} {
+		if !strings.Contains(dts, w) {
+			t.Errorf("want\n%s\nin:\n%s", w, dts)
+		}
+	}
+	tscCheck(t, out.DTS, `import type { App } from "./engine-client.js";
+const c: App["a_b"]["c"]["input"] = "s";
+const bc: App["a"]["b_c"]["input"] = 1;
+// @ts-expect-error: a.b_c takes a number, not a_b.c's string
+const bad: App["a"]["b_c"]["input"] = "s";
+const nf: App["u"]["f"]["errors"]["not_found"] = 1;
+const NF: App["u"]["f"]["errors"]["NotFound"] = 2;
+export { c, bc, bad, nf, NF };
+`)
+}
