@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -166,6 +167,33 @@ func (g *gen) named(flow, where, name string, raw json.RawMessage, _ string) str
 	return name
 }
 
+// defKey turns a $ref into the key of root.defs ("#/" + $defs or definitions + "/" + the
+// definition's name as written) when it names a definition of the schema: a URI
+// fragment holding the JSON Pointer /$defs/name, the fragment percent-encoded and ~1
+// standing for / and ~0 for ~ in the name (RFC 6901). Any other reference gives "".
+func defKey(ref string) string {
+	frag, ok := strings.CutPrefix(ref, "#")
+	if !ok {
+		return ""
+	}
+	ptr, err := url.PathUnescape(frag)
+	if err != nil {
+		return ""
+	}
+	seg := strings.Split(ptr, "/")
+	if len(seg) != 3 || seg[0] != "" || seg[1] != "$defs" && seg[1] != "definitions" {
+		return ""
+	}
+	name := seg[2]
+	for i := 0; i < len(name); i++ {
+		if name[i] == '~' && (i+1 == len(name) || name[i+1] != '0' && name[i+1] != '1') {
+			return "" // not a JSON Pointer
+		}
+	}
+	name = strings.ReplaceAll(strings.ReplaceAll(name, "~1", "/"), "~0", "~")
+	return "#/" + seg[1] + "/" + name
+}
+
 // isStream reports whether a flow's output schema stands for an event stream: the
 // descriptor describes one as a string whose description names text/event-stream.
 func isStream(v *value) bool {
@@ -202,7 +230,7 @@ func (r *root) ts(v *value, path string, depth int) string {
 	}
 	var parts []string
 	if ref := v.obj["$ref"]; ref != nil {
-		switch name, ok := r.defs[ref.str]; {
+		switch name, ok := r.defs[defKey(ref.str)]; {
 		case ref.kind != 's':
 			return r.fail(path, "$ref is not a string")
 		case ref.str == "#":

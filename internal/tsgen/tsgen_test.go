@@ -331,3 +331,29 @@ const NF: App["u"]["f"]["errors"]["NotFound"] = 2;
 export { c, bc, bad, nf, NF };
 `)
 }
+
+// TestPointerRefs: a $ref is a JSON Pointer in a URI fragment: ~1 and ~0 stand for / and
+// ~ in a definition's name, and the fragment may be percent-encoded; an unescaped /
+// separates names, so it does not name the definition a/b.
+func TestPointerRefs(t *testing.T) {
+	t.Parallel()
+	dts, problems := gen1(t, `{"$defs":{"a/b":{"type":"string"},"c~d":{"type":"number"},"e f":{"type":"boolean"}},`+
+		`"definitions":{"~1":{"type":"null"}},"type":"object","properties":{`+
+		`"ab":{"$ref":"#/$defs/a~1b"},"cd":{"$ref":"#/$defs/c~0d"},"ef":{"$ref":"#/$defs/e%20f"},"t":{"$ref":"#/definitions/~01"},`+
+		`"pct":{"$ref":"#/%24defs/a~1b"},"raw":{"$ref":"#/$defs/a/b"},"bad":{"$ref":"#/$defs/c~2d"}},"required":["ab","cd","ef","t","pct"]}`)
+	want := "export type ShopBuyInputAB = string;\n\n" +
+		"export type ShopBuyInputCD = number;\n\n" +
+		"export type ShopBuyInputEF = boolean;\n\n" +
+		"export type ShopBuyInput1 = null;\n\n" +
+		"export type ShopBuyInput = {\n" +
+		"  ab: ShopBuyInputAB;\n  cd: ShopBuyInputCD;\n  ef: ShopBuyInputEF;\n  t: ShopBuyInput1;\n  pct: ShopBuyInputAB;\n" +
+		"  raw?: unknown /* untranslatable: $ref #/$defs/a/b does not name a definition of this schema */;\n" +
+		"  bad?: unknown /* untranslatable: $ref #/$defs/c~2d does not name a definition of this schema */;\n" +
+		"};\n"
+	if !strings.Contains(dts, want) {
+		t.Errorf("want\n%s\nin:\n%s", want, dts)
+	}
+	if len(problems) != 2 || problems[0].Where != "input raw" || problems[1].Where != "input bad" {
+		t.Errorf("want problems at raw and bad, got %v", problems)
+	}
+}
