@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -73,10 +74,7 @@ func Add(ctx context.Context, client *http.Client, base, dir string, warn io.Wri
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, DTSFile), out.DTS, 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, JSFile), out.JS, 0o644); err != nil {
+	if err := writeBoth(dir, map[string][]byte{DTSFile: out.DTS, JSFile: out.JS}); err != nil {
 		return err
 	}
 	for _, p := range out.Problems {
@@ -84,6 +82,58 @@ func Add(ctx context.Context, client *http.Client, base, dir string, warn io.Wri
 	}
 	if len(out.Problems) > 0 {
 		return fmt.Errorf("%d problem(s) in %s: %w", len(out.Problems), filepath.Join(dir, DTSFile), ErrUntranslatable)
+	}
+	return nil
+}
+
+// writeBoth writes the files into dir so that a failure leaves the old ones as they
+// were: each goes to a temporary file in dir first, and only when every write has
+// succeeded (and no target is a directory, which a rename cannot replace)
+// are they renamed over the targets. The temporary files are removed on failure.
+func writeBoth(dir string, files map[string][]byte) (err error) {
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	tmps := map[string]string{}
+	defer func() {
+		if err != nil {
+			for _, tmp := range tmps {
+				_ = os.Remove(tmp)
+			}
+		}
+	}()
+	for _, name := range names {
+		f, err := os.CreateTemp(dir, "."+name+".*.tmp")
+		if err != nil {
+			return err
+		}
+		tmps[name] = f.Name()
+		_, err = f.Write(files[name])
+		if err == nil {
+			err = f.Chmod(0o644)
+		}
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", filepath.Join(dir, name), err)
+		}
+	}
+	for _, name := range names {
+		if fi, err := os.Lstat(filepath.Join(dir, name)); err == nil && fi.IsDir() {
+			return fmt.Errorf("cannot replace %s: it is a directory", filepath.Join(dir, name))
+		}
+	}
+	for _, name := range names {
+		if err := os.Rename(tmps[name], filepath.Join(dir, name)); err != nil {
+			return err
+		}
+		delete(tmps, name)
 	}
 	return nil
 }

@@ -357,3 +357,56 @@ func TestPointerRefs(t *testing.T) {
 		t.Errorf("want problems at raw and bad, got %v", problems)
 	}
 }
+
+// TestAddAtomic: when either file cannot be written, neither is replaced and no
+// temporary file is left; when both can, only the two files are there.
+func TestAddAtomic(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"version":1,"units":[{"name":"u","flows":[{"name":"f","input":{"type":"string"},"output":{"type":"string"}}]}]}`))
+	}))
+	defer srv.Close()
+	list := func(dir string) string {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return strings.Join(names, " ")
+	}
+
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, DTSFile), []byte("// old d.ts\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, JSFile), 0o755); err != nil { // the JS cannot be replaced
+		t.Fatal(err)
+	}
+	err := Add(context.Background(), http.DefaultClient, srv.URL, dir, new(strings.Builder))
+	if err == nil || !strings.Contains(err.Error(), "cannot replace "+filepath.Join(dir, JSFile)+": it is a directory") {
+		t.Errorf("want an error about %s, got %v", JSFile, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, DTSFile)); err != nil || string(b) != "// old d.ts\n" {
+		t.Errorf("a failed add replaced %s: %v %q", DTSFile, err, b)
+	}
+	if got, want := list(dir), DTSFile+" "+JSFile; got != want {
+		t.Errorf("files left: %s, want %s", got, want)
+	}
+
+	dir = t.TempDir()
+	if err := Add(context.Background(), http.DefaultClient, srv.URL, dir, new(strings.Builder)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := list(dir), DTSFile+" "+JSFile; got != want {
+		t.Errorf("files: %s, want %s", got, want)
+	}
+	for _, name := range []string{DTSFile, JSFile} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil || fi.Mode().Perm() != 0o644 || fi.Size() == 0 {
+			t.Errorf("%s: %v %v", name, err, fi)
+		}
+	}
+}
