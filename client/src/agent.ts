@@ -41,17 +41,21 @@ async function check(res: Response): Promise<Response> {
   throw new AgentResponseError(res.status, error);
 }
 
-/** Reads the frames of an event stream: [DONE] and events without a type are skipped. */
+/**
+ * Reads the frames of an event stream: [DONE] and events without a type are skipped.
+ * Breaking out cancels the body, closing the connection.
+ */
 export async function* readFrames(res: Response): AsyncGenerator<AgentFrame> {
   const reader = (await check(res)).body!.pipeThrough(new TextDecoderStream()).getReader();
   let buf = "", data: string[] = [], id = "";
   try {
     for (;;) {
       const { done, value } = await reader.read();
-      if (done) return;
-      buf += value;
+      buf += done ? "" : value;
       let nl: number;
-      while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {
+      // A CR as the last character may be the first half of a CRLF split across chunks:
+      // it waits for the next chunk, or the end of the body.
+      while ((nl = buf.search(/\r\n|\r|\n/)) >= 0 && (done || nl < buf.length - 1 || buf[nl] != "\r")) {
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
         if (line == "") {
@@ -71,10 +75,11 @@ export async function* readFrames(res: Response): AsyncGenerator<AgentFrame> {
         if (field == "data") data.push(v);
         else if (field == "id") id = v;
       }
+      if (done) return;
     }
   } finally {
-    reader.releaseLock();
-    await res.body?.cancel().catch(() => {});
+    // The body is locked to the decoder: cancel through the reader, which reaches the source.
+    await reader.cancel().catch(() => {});
   }
 }
 

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { lastValueFrom, toArray } from "rxjs";
 import { HttpAgent } from "@ag-ui/client";
 import { createClient } from "engine/client";
-import { readAgentEvents, approve, deny, follow, isConflict, DecisionError } from "engine/client/agent";
+import { readAgentEvents, readFrames, approve, deny, follow, isConflict, DecisionError } from "engine/client/agent";
 import { URL_, app, signIn, fakeServer } from "./helpers.mjs";
 
 const alice = await signIn("alice@example.com");
@@ -161,4 +161,43 @@ test("the AG-UI HttpAgent reads the stream with Engine-Omit-Done", async () => {
   await assert.rejects(
     lastValueFrom(strict.run({ threadId: "t2", runId: "y", messages: [{ id: "u1", role: "user", content: "hello" }], tools: [], context: [], state: {}, forwardedProps: {} }).pipe(toArray())),
   );
+});
+
+const enc = new TextEncoder();
+const chunked = (chunks) =>
+  new Response(new ReadableStream({ start(c) { for (const ch of chunks) c.enqueue(enc.encode(ch)); c.close(); } }), {
+    headers: { "Content-Type": "text/event-stream" },
+  });
+
+test("readAgentEvents: breaking out early closes the connection", async () => {
+  let closed;
+  const sawClose = new Promise((r) => (closed = r));
+  const srv = await fakeServer((req, res) => {
+    res.writeHead(200, { "Content-Type": "text/event-stream" });
+    let n = 0;
+    const iv = setInterval(() => res.write(`id: ${++n}\ndata: {"type":"X"}\n\n`), 20);
+    req.socket.on("close", () => (clearInterval(iv), closed(true)));
+  });
+  try {
+    for await (const e of readAgentEvents(srv.url + "/stream")) {
+      assert.equal(e.type, "X");
+      break;
+    }
+    const seen = await Promise.race([sawClose, new Promise((r) => setTimeout(r, 2000, false))]);
+    assert.equal(seen, true, "the server saw its socket close after the consumer broke out");
+  } finally {
+    await srv.close();
+  }
+});
+
+test("readFrames: a CRLF split across chunks is one line break", async () => {
+  const collectFrames = (chunks) => collect(readFrames(chunked(chunks)));
+  assert.deepEqual(await collectFrames(["id: 7\r", '\ndata: {"type":"RUN_STARTED"}\r\n\r\n']), [{ id: "7", event: { type: "RUN_STARTED" } }]);
+  assert.deepEqual(await collectFrames(['data: {"type":\r', '\ndata: "X"}\r\n\r\n']), [{ id: "", event: { type: "X" } }]);
+  assert.deepEqual(await collectFrames(['id: 1\r\ndata: {"type":"A"}\r\n\r', "\nid: 2\r\ndata: {\"type\":\"B\"}\r\n\r"]), [
+    { id: "1", event: { type: "A" } },
+    { id: "2", event: { type: "B" } },
+  ]);
+  // A lone CR is still a line break, also as the last byte of the body.
+  assert.deepEqual(await collectFrames(['id: 3\rdata: {"type":"C"}\r\r']), [{ id: "3", event: { type: "C" } }]);
 });
