@@ -1,6 +1,6 @@
 // Agent helpers: reading agent event streams, deciding approvals, and following a run
 // with Last-Event-ID resume.
-import { createTransport, type Transport, isEventStream } from "./transport.js";
+import { createTransport, type Transport, isEventStream, sleep } from "./transport.js";
 import type { ClientError, TransportOptions } from "./types.js";
 
 /** An agent event: the AG-UI vocabulary, type plus its fields. */
@@ -144,10 +144,7 @@ async function decide(op: string, url: string, body: object, opts: DecideOptions
     if (e.code != "JournalLeaseBusy") throw new DecisionError(op, e, r.status);
     const ra = r.headers.get("Retry-After");
     const wait = ra && /^\d+$/.test(ra.trim()) ? +ra * 1000 : e.data.retryAfterMs > 0 ? e.data.retryAfterMs : 1000;
-    await new Promise<void>((resolve, reject) => {
-      const tm = setTimeout(resolve, wait);
-      opts.signal?.addEventListener("abort", () => (clearTimeout(tm), reject(new DecisionError(op, e, r.status))), { once: true });
-    });
+    if (!(await sleep(wait, opts.signal))) throw new DecisionError(op, e, r.status);
   }
 }
 
@@ -203,7 +200,8 @@ export async function* follow(url: string, runId: string, opts: FollowOptions = 
     if (fails >= (opts.maxReconnects ?? 5))
       throw new Error(`agent: following ${target}: giving up after ${fails} reconnects: ${err ? (err as Error).message : "the stream ended before the run did"}`);
     fails++;
-    await new Promise((r) => setTimeout(r, delay));
+    // An abort cuts the wait short; the next request then fails as canceled and is thrown.
+    await sleep(delay, opts.signal);
     delay = Math.min(delay * 2, 5000);
   }
 }

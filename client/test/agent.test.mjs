@@ -201,3 +201,57 @@ test("readFrames: a CRLF split across chunks is one line break", async () => {
   // A lone CR is still a line break, also as the last byte of the body.
   assert.deepEqual(await collectFrames(['id: 3\rdata: {"type":"C"}\r\r']), [{ id: "3", event: { type: "C" } }]);
 });
+
+/** Counts the abort listeners added to and removed from a signal. */
+function counted(signal) {
+  const n = { added: 0, removed: 0 };
+  const add = signal.addEventListener.bind(signal), rm = signal.removeEventListener.bind(signal);
+  signal.addEventListener = (...a) => (a[0] == "abort" && n.added++, add(...a));
+  signal.removeEventListener = (...a) => (a[0] == "abort" && n.removed++, rm(...a));
+  return n;
+}
+
+test("follow: aborting during the reconnect wait ends it at once", async () => {
+  const srv = await fakeServer((req, res) => res.writeHead(503).end());
+  try {
+    const ac = new AbortController();
+    const n = counted(ac.signal);
+    setTimeout(() => ac.abort(new Error("stop")), 100);
+    const start = Date.now();
+    await assert.rejects(collect(follow(srv.url, "r", { backoff: 10_000, signal: ac.signal })));
+    assert.ok(Date.now() - start < 5000, "the 10 s wait was cut short: " + (Date.now() - start) + " ms");
+    assert.equal(n.added, n.removed, "no abort listener left on the caller's signal");
+  } finally {
+    await srv.close();
+  }
+});
+
+test("approve: the JournalLeaseBusy wait leaves no listener and is abortable", async () => {
+  const busy = '{"data":null,"error":{"code":"JournalLeaseBusy","data":{"message":"locked","retryAfterMs":10}}}';
+  const srv = await fakeServer((req, res, n) => {
+    if (n <= 3 || n >= 5) return res.writeHead(409, { "Content-Type": "application/json" }).end(busy);
+    res.writeHead(200, { "Content-Type": "application/json" }).end('{"data":{"ok":true},"error":null}');
+  });
+  try {
+    const ac = new AbortController();
+    const n = counted(ac.signal);
+    await approve(srv.url, "abc", { signal: ac.signal });
+    assert.equal(srv.seen.length, 4);
+    assert.ok(n.added > 0);
+    assert.equal(n.added, n.removed, "no abort listener left on the caller's signal");
+    // Aborted during a wait of a minute: it stops at once.
+    const slow = await fakeServer((req, res) =>
+      res.writeHead(409, { "Retry-After": "60", "Content-Type": "application/json" }).end(busy));
+    try {
+      const ac2 = new AbortController();
+      setTimeout(() => ac2.abort(), 100);
+      const start = Date.now();
+      await assert.rejects(approve(slow.url, "abc", { signal: ac2.signal }), (e) => e instanceof DecisionError);
+      assert.ok(Date.now() - start < 5000);
+    } finally {
+      await slow.close();
+    }
+  } finally {
+    await srv.close();
+  }
+});
