@@ -178,7 +178,7 @@ export async function* follow(url: string, runId: string, opts: FollowOptions = 
   let last = Number(opts.lastEventId || 0), fails = 0;
   const first = opts.backoff || 100;
   let delay = first;
-  for (let connects = 0; ; connects++) {
+  for (;;) {
     let got = 0, ended = false, err: unknown = null;
     try {
       const headers: Record<string, string> = {};
@@ -195,7 +195,9 @@ export async function* follow(url: string, runId: string, opts: FollowOptions = 
       if ((e instanceof AgentResponseError && e.status > 0 && e.status < 500) || opts.signal?.aborted || e instanceof SyntaxError) throw e;
       err = e;
     }
-    if (!err && (ended || (connects > 0 && got == 0))) return;
+    // Only a terminal event ends the run; a stream that ends without one (a proxy's idle
+    // cut, say) is a failed connection like a dropped one, bounded by maxReconnects.
+    if (!err && ended) return;
     if (got > 0) (fails = 0), (delay = first);
     if (fails >= (opts.maxReconnects ?? 5))
       throw new Error(`agent: following ${target}: giving up after ${fails} reconnects: ${err ? (err as Error).message : "the stream ended before the run did"}`);

@@ -255,3 +255,39 @@ test("approve: the JournalLeaseBusy wait leaves no listener and is abortable", a
     await srv.close();
   }
 });
+
+test("follow: a stream that ends before the run did is a failed reconnect, not the end", async () => {
+  const srv = await fakeServer((req, res, n) => {
+    res.writeHead(200, { "Content-Type": "text/event-stream" });
+    if (n == 1) res.write('id: 1\ndata: {"type":"RUN_STARTED","runId":"r"}\n\nid: 2\ndata: {"type":"TEXT_MESSAGE_CONTENT","delta":"a"}\n\n');
+    res.end(); // a proxy's idle cut; the run goes on
+  });
+  try {
+    const got = [];
+    await assert.rejects(
+      (async () => { for await (const f of follow(srv.url, "r", { backoff: 1, maxReconnects: 2 })) got.push(f.id); })(),
+      /giving up after 2 reconnects: the stream ended before the run did/,
+    );
+    assert.deepEqual(got, ["1", "2"]);
+    assert.equal(srv.seen.length, 3);
+    assert.deepEqual(srv.seen.map((r) => r.headers["last-event-id"]), [undefined, "2", "2"]);
+  } finally {
+    await srv.close();
+  }
+});
+
+test("follow: an empty reconnect before the terminal event keeps following to it", async () => {
+  const srv = await fakeServer((req, res, n) => {
+    res.writeHead(200, { "Content-Type": "text/event-stream" });
+    if (n == 1) res.write('id: 1\ndata: {"type":"RUN_STARTED","runId":"r"}\n\n');
+    if (n == 3) res.write('id: 2\ndata: {"type":"RUN_FINISHED","runId":"r","result":{"stopReason":"completed"}}\n\n');
+    res.end();
+  });
+  try {
+    const frames = await collect(follow(srv.url, "r", { backoff: 1 }));
+    assert.deepEqual(frames.map((f) => f.event.type), ["RUN_STARTED", "RUN_FINISHED"]);
+    assert.equal(srv.seen.length, 3);
+  } finally {
+    await srv.close();
+  }
+});
