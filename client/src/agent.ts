@@ -43,14 +43,19 @@ async function check(res: Response): Promise<Response> {
 
 /**
  * Reads the frames of an event stream: [DONE] and events without a type are skipped.
- * Breaking out cancels the body, closing the connection.
+ * Breaking out cancels the body, closing the connection; so does aborting signal, which
+ * then throws its reason.
  */
-export async function* readFrames(res: Response): AsyncGenerator<AgentFrame> {
+export async function* readFrames(res: Response, signal?: AbortSignal): AsyncGenerator<AgentFrame> {
   const reader = (await check(res)).body!.pipeThrough(new TextDecoderStream()).getReader();
+  const stop = () => reader.cancel(signal!.reason).catch(() => {});
+  signal?.addEventListener("abort", stop);
   let buf = "", data: string[] = [], id = "";
   try {
     for (;;) {
+      signal?.throwIfAborted();
       const { done, value } = await reader.read();
+      signal?.throwIfAborted();
       buf += done ? "" : value;
       let nl: number;
       // A CR as the last character may be the first half of a CRLF split across chunks:
@@ -78,6 +83,7 @@ export async function* readFrames(res: Response): AsyncGenerator<AgentFrame> {
       if (done) return;
     }
   } finally {
+    signal?.removeEventListener("abort", stop);
     // The body is locked to the decoder: cancel through the reader, which reaches the source.
     await reader.cancel().catch(() => {});
   }
@@ -95,7 +101,7 @@ export interface AgentOptions extends TransportOptions {
  */
 export async function* readAgentEvents(source: Response | string, opts: AgentOptions = {}): AsyncGenerator<AgentEvent> {
   const res = typeof source == "string" ? await get(source, opts, {}) : source;
-  for await (const f of readFrames(res)) yield f.event;
+  for await (const f of readFrames(res, opts.signal)) yield f.event;
 }
 
 async function get(url: string, opts: AgentOptions, headers: Record<string, string>): Promise<Response> {
