@@ -56,7 +56,7 @@ function Flows() {
 
 function Assistant() {
   const opts = useMemo(
-    () => ({ url, auth: { getToken: session.getToken }, send: (message: string) => api.chat.ask({ message }) }),
+    () => ({ url, auth: { getToken: session.getToken }, send: (message: string, init: { signal: AbortSignal }) => api.chat.ask({ message }, init) }),
     [],
   );
   const run = useAgentRun(opts);

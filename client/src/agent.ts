@@ -1,6 +1,6 @@
 // Agent helpers: reading agent event streams, deciding approvals, and following a run
 // with Last-Event-ID resume.
-import { createTransport, type Transport, isEventStream } from "./transport.js";
+import { createTransport, type Transport, isEventStream, sleep } from "./transport.js";
 import type { ClientError, TransportOptions } from "./types.js";
 
 /** An agent event: the AG-UI vocabulary, type plus its fields. */
@@ -41,17 +41,26 @@ async function check(res: Response): Promise<Response> {
   throw new AgentResponseError(res.status, error);
 }
 
-/** Reads the frames of an event stream: [DONE] and events without a type are skipped. */
-export async function* readFrames(res: Response): AsyncGenerator<AgentFrame> {
+/**
+ * Reads the frames of an event stream: [DONE] and events without a type are skipped.
+ * Breaking out cancels the body, closing the connection; so does aborting signal, which
+ * then throws its reason.
+ */
+export async function* readFrames(res: Response, signal?: AbortSignal): AsyncGenerator<AgentFrame> {
   const reader = (await check(res)).body!.pipeThrough(new TextDecoderStream()).getReader();
+  const stop = () => reader.cancel(signal!.reason).catch(() => {});
+  signal?.addEventListener("abort", stop);
   let buf = "", data: string[] = [], id = "";
   try {
     for (;;) {
+      signal?.throwIfAborted();
       const { done, value } = await reader.read();
-      if (done) return;
-      buf += value;
+      signal?.throwIfAborted();
+      buf += done ? "" : value;
       let nl: number;
-      while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {
+      // A CR as the last character may be the first half of a CRLF split across chunks:
+      // it waits for the next chunk, or the end of the body.
+      while ((nl = buf.search(/\r\n|\r|\n/)) >= 0 && (done || nl < buf.length - 1 || buf[nl] != "\r")) {
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
         if (line == "") {
@@ -71,10 +80,12 @@ export async function* readFrames(res: Response): AsyncGenerator<AgentFrame> {
         if (field == "data") data.push(v);
         else if (field == "id") id = v;
       }
+      if (done) return;
     }
   } finally {
-    reader.releaseLock();
-    await res.body?.cancel().catch(() => {});
+    signal?.removeEventListener("abort", stop);
+    // The body is locked to the decoder: cancel through the reader, which reaches the source.
+    await reader.cancel().catch(() => {});
   }
 }
 
@@ -90,7 +101,7 @@ export interface AgentOptions extends TransportOptions {
  */
 export async function* readAgentEvents(source: Response | string, opts: AgentOptions = {}): AsyncGenerator<AgentEvent> {
   const res = typeof source == "string" ? await get(source, opts, {}) : source;
-  for await (const f of readFrames(res)) yield f.event;
+  for await (const f of readFrames(res, opts.signal)) yield f.event;
 }
 
 async function get(url: string, opts: AgentOptions, headers: Record<string, string>): Promise<Response> {
@@ -139,10 +150,7 @@ async function decide(op: string, url: string, body: object, opts: DecideOptions
     if (e.code != "JournalLeaseBusy") throw new DecisionError(op, e, r.status);
     const ra = r.headers.get("Retry-After");
     const wait = ra && /^\d+$/.test(ra.trim()) ? +ra * 1000 : e.data.retryAfterMs > 0 ? e.data.retryAfterMs : 1000;
-    await new Promise<void>((resolve, reject) => {
-      const tm = setTimeout(resolve, wait);
-      opts.signal?.addEventListener("abort", () => (clearTimeout(tm), reject(new DecisionError(op, e, r.status))), { once: true });
-    });
+    if (!(await sleep(wait, opts.signal))) throw new DecisionError(op, e, r.status);
   }
 }
 
@@ -176,7 +184,7 @@ export async function* follow(url: string, runId: string, opts: FollowOptions = 
   let last = Number(opts.lastEventId || 0), fails = 0;
   const first = opts.backoff || 100;
   let delay = first;
-  for (let connects = 0; ; connects++) {
+  for (;;) {
     let got = 0, ended = false, err: unknown = null;
     try {
       const headers: Record<string, string> = {};
@@ -193,12 +201,15 @@ export async function* follow(url: string, runId: string, opts: FollowOptions = 
       if ((e instanceof AgentResponseError && e.status > 0 && e.status < 500) || opts.signal?.aborted || e instanceof SyntaxError) throw e;
       err = e;
     }
-    if (!err && (ended || (connects > 0 && got == 0))) return;
+    // Only a terminal event ends the run; a stream that ends without one (a proxy's idle
+    // cut, say) is a failed connection like a dropped one, bounded by maxReconnects.
+    if (!err && ended) return;
     if (got > 0) (fails = 0), (delay = first);
     if (fails >= (opts.maxReconnects ?? 5))
       throw new Error(`agent: following ${target}: giving up after ${fails} reconnects: ${err ? (err as Error).message : "the stream ended before the run did"}`);
     fails++;
-    await new Promise((r) => setTimeout(r, delay));
+    // An abort cuts the wait short; the next request then fails as canceled and is thrown.
+    await sleep(delay, opts.signal);
     delay = Math.min(delay * 2, 5000);
   }
 }

@@ -49,13 +49,17 @@ export interface Interrupt {
 export interface AgentRunOptions extends AgentOptions {
   /** The app's base URL, for approvals and following. */
   url: string;
-  /** Starts the run: usually (message) => api.chat.ask({ message }). */
-  send: (message: string) => Promise<ClientResult<Response, any>>;
+  /**
+   * Starts the run: usually (message, init) => api.chat.ask({ message }, init). init.signal
+   * is aborted when the hook unmounts or a later send or decision replaces this one.
+   */
+  send: (message: string, init: { signal: AbortSignal }) => Promise<ClientResult<Response, any>>;
 }
 
 /**
  * Sends a message, keeps the text so far, the tool calls and the interrupts; after an
- * interrupt is decided (approve or deny) it follows the run once to its end.
+ * interrupt is decided (approve or deny) it follows the run to its end. One request feeds
+ * the state at a time: a send or decision aborts the one before, and unmounting aborts it.
  */
 export function useAgentRun(opts: AgentRunOptions) {
   const [text, setText] = useState("");
@@ -63,7 +67,8 @@ export function useAgentRun(opts: AgentRunOptions) {
   const [interrupts, setInterrupts] = useState<Interrupt[]>([]);
   const [status, setStatus] = useState<"idle" | "running" | "interrupted" | "finished" | "error">("idle");
   const [error, setError] = useState<unknown>(null);
-  const run = useRef<{ runId: string }>({ runId: "" });
+  // seq: the id of the last follow-log frame applied, 0 when only the live stream was read.
+  const run = useRef<{ runId: string; seq: number; ac?: AbortController }>({ runId: "", seq: 0 });
   const o = useRef(opts);
   o.current = opts;
 
@@ -96,42 +101,64 @@ export function useAgentRun(opts: AgentRunOptions) {
     }
   }, []);
 
+  // Begins a send or decision: aborts the one before, so that it stops setting state.
+  const begin = useCallback(() => {
+    run.current.ac?.abort();
+    const ac = (run.current.ac = new AbortController());
+    const { url, send, signal: outer, ...rest } = o.current;
+    const signal = outer ? AbortSignal.any([outer, ac.signal]) : ac.signal;
+    const fail = (e: unknown) => signal.aborted || (setError(e), setStatus("error"));
+    return { url, send, signal, rest: { ...rest, signal }, fail };
+  }, []);
+
   const send = useCallback(async (message: string) => {
+    const { send, signal, fail } = begin();
+    run.current.seq = 0;
     setText("");
     setToolCalls([]);
     setInterrupts([]);
     setError(null);
     setStatus("running");
-    const res = await o.current.send(message);
-    if (res.error) return setError(res.error), setStatus("error");
     try {
-      for await (const e of readAgentEvents(res.data as Response)) apply(e);
-    } catch (e) {
-      setError(e);
-      setStatus("error");
-    }
-  }, [apply]);
-
-  const decide = useCallback(async (id: string, op: "approve" | "deny", extra: { args?: object; reason?: string } = {}) => {
-    const { url, send: _s, ...rest } = o.current;
-    try {
-      await (op == "approve" ? approve(url, id, { ...rest, ...extra }) : deny(url, id, { ...rest, ...extra }));
-      setInterrupts([]);
-      setStatus("running");
-      // The decision resumes the run elsewhere; the stored log is read from the start and
-      // only what follows the interrupt is applied, so the text so far is not repeated.
-      let past = false;
-      for await (const f of follow(url, run.current.runId, rest)) {
-        if (past) apply(f.event);
-        else if (f.event.type == "RUN_FINISHED" && f.event.outcome?.type == "interrupt") past = true;
+      const res = await send(message, { signal });
+      if (signal.aborted) return void res.data?.body?.cancel().catch(() => {});
+      if (res.error) return void fail(res.error);
+      for await (const e of readAgentEvents(res.data as Response, { signal })) {
+        if (signal.aborted) return;
+        apply(e);
       }
     } catch (e) {
-      setError(e);
-      setStatus("error");
+      fail(e);
     }
-  }, [apply]);
+  }, [apply, begin]);
 
-  useEffect(() => () => void (run.current = { runId: "" }), []);
+  const decide = useCallback(async (id: string, op: "approve" | "deny", extra: { args?: object; reason?: string } = {}) => {
+    const { url, signal, rest, fail } = begin();
+    const r = run.current;
+    try {
+      await (op == "approve" ? approve(url, id, { ...rest, ...extra }) : deny(url, id, { ...rest, ...extra }));
+      if (signal.aborted) return;
+      setInterrupts([]);
+      setStatus("running");
+      // The decision resumes the run elsewhere. Following resumes after the last frame
+      // applied; after only the live stream (whose frames have no log ids) it reads the log
+      // from the start and applies only what follows the interrupt, so no text repeats.
+      let past = r.seq > 0;
+      for await (const f of follow(url, r.runId, { ...rest, lastEventId: r.seq })) {
+        if (signal.aborted) return;
+        if (past) apply(f.event);
+        else if (!(past = f.event.type == "RUN_FINISHED" && f.event.outcome?.type == "interrupt")) continue;
+        if (+f.id > 0) r.seq = +f.id;
+      }
+    } catch (e) {
+      fail(e);
+    }
+  }, [apply, begin]);
+
+  useEffect(() => () => {
+    run.current.ac?.abort();
+    run.current = { runId: "", seq: 0 };
+  }, []);
 
   return {
     text, toolCalls, interrupts, status, error, send,

@@ -47,11 +47,14 @@ export const addHeaders = (h: Headers, src?: HeadersInput): void => {
   if (src) new Headers(src as HeadersInit).forEach((v, k) => h.set(k, v));
 };
 
-const sleep = (ms: number, signal?: AbortSignal) =>
+/** Waits ms; false when signal aborted first. Leaves no listener on signal either way. */
+export const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<boolean>((resolve) => {
     if (signal?.aborted) return resolve(false);
-    const t = setTimeout(() => resolve(true), ms);
-    signal?.addEventListener("abort", () => (clearTimeout(t), resolve(false)), { once: true });
+    const end = (ok: boolean) => (clearTimeout(t), signal?.removeEventListener("abort", stop), resolve(ok));
+    const stop = () => end(false);
+    const t = setTimeout(end, ms, true);
+    signal?.addEventListener("abort", stop);
   });
 
 const canceled = (s: AbortSignal) => transportError("request canceled: " + text(s.reason));
@@ -88,13 +91,13 @@ export function createTransport(o: TransportOptions = {}): Transport {
     outer?.addEventListener("abort", onAbort);
     let timedOut = false;
     const timer = o.timeout ? setTimeout(() => ((timedOut = true), ac.abort()), o.timeout) : undefined;
-    let status = 0;
+    let status = 0, live = false;
     try {
       const res = await doFetch(url, { method, headers: h, body, signal: ac.signal });
       status = res.status;
-      if (init.stream && isEventStream(res)) {
-        // The timeout bounds the wait for a reply, not the stream; the caller's signal still ends it.
-        clearTimeout(timer);
+      if ((live = !!init.stream && isEventStream(res))) {
+        // The timeout bounds the wait for a reply, not the stream; the caller's signal still
+        // ends it, so only this path keeps its listener.
         return { error: null, status, headers: res.headers, text: "", response: res };
       }
       const t = await res.text();
@@ -105,7 +108,7 @@ export function createTransport(o: TransportOptions = {}): Transport {
       return { ...transportError("network failure: " + text(e), status), again: true };
     } finally {
       clearTimeout(timer);
-      if (!init.stream) outer?.removeEventListener("abort", onAbort);
+      if (!live) outer?.removeEventListener("abort", onAbort);
     }
   }
 

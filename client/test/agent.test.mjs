@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { lastValueFrom, toArray } from "rxjs";
 import { HttpAgent } from "@ag-ui/client";
 import { createClient } from "engine/client";
-import { readAgentEvents, approve, deny, follow, isConflict, DecisionError } from "engine/client/agent";
+import { readAgentEvents, readFrames, approve, deny, follow, isConflict, DecisionError } from "engine/client/agent";
 import { URL_, app, signIn, fakeServer } from "./helpers.mjs";
 
 const alice = await signIn("alice@example.com");
@@ -161,4 +161,133 @@ test("the AG-UI HttpAgent reads the stream with Engine-Omit-Done", async () => {
   await assert.rejects(
     lastValueFrom(strict.run({ threadId: "t2", runId: "y", messages: [{ id: "u1", role: "user", content: "hello" }], tools: [], context: [], state: {}, forwardedProps: {} }).pipe(toArray())),
   );
+});
+
+const enc = new TextEncoder();
+const chunked = (chunks) =>
+  new Response(new ReadableStream({ start(c) { for (const ch of chunks) c.enqueue(enc.encode(ch)); c.close(); } }), {
+    headers: { "Content-Type": "text/event-stream" },
+  });
+
+test("readAgentEvents: breaking out early closes the connection", async () => {
+  let closed;
+  const sawClose = new Promise((r) => (closed = r));
+  const srv = await fakeServer((req, res) => {
+    res.writeHead(200, { "Content-Type": "text/event-stream" });
+    let n = 0;
+    const iv = setInterval(() => res.write(`id: ${++n}\ndata: {"type":"X"}\n\n`), 20);
+    req.socket.on("close", () => (clearInterval(iv), closed(true)));
+  });
+  try {
+    for await (const e of readAgentEvents(srv.url + "/stream")) {
+      assert.equal(e.type, "X");
+      break;
+    }
+    const seen = await Promise.race([sawClose, new Promise((r) => setTimeout(r, 2000, false))]);
+    assert.equal(seen, true, "the server saw its socket close after the consumer broke out");
+  } finally {
+    await srv.close();
+  }
+});
+
+test("readFrames: a CRLF split across chunks is one line break", async () => {
+  const collectFrames = (chunks) => collect(readFrames(chunked(chunks)));
+  assert.deepEqual(await collectFrames(["id: 7\r", '\ndata: {"type":"RUN_STARTED"}\r\n\r\n']), [{ id: "7", event: { type: "RUN_STARTED" } }]);
+  assert.deepEqual(await collectFrames(['data: {"type":\r', '\ndata: "X"}\r\n\r\n']), [{ id: "", event: { type: "X" } }]);
+  assert.deepEqual(await collectFrames(['id: 1\r\ndata: {"type":"A"}\r\n\r', "\nid: 2\r\ndata: {\"type\":\"B\"}\r\n\r"]), [
+    { id: "1", event: { type: "A" } },
+    { id: "2", event: { type: "B" } },
+  ]);
+  // A lone CR is still a line break, also as the last byte of the body.
+  assert.deepEqual(await collectFrames(['id: 3\rdata: {"type":"C"}\r\r']), [{ id: "3", event: { type: "C" } }]);
+});
+
+/** Counts the abort listeners added to and removed from a signal. */
+function counted(signal) {
+  const n = { added: 0, removed: 0 };
+  const add = signal.addEventListener.bind(signal), rm = signal.removeEventListener.bind(signal);
+  signal.addEventListener = (...a) => (a[0] == "abort" && n.added++, add(...a));
+  signal.removeEventListener = (...a) => (a[0] == "abort" && n.removed++, rm(...a));
+  return n;
+}
+
+test("follow: aborting during the reconnect wait ends it at once", async () => {
+  const srv = await fakeServer((req, res) => res.writeHead(503).end());
+  try {
+    const ac = new AbortController();
+    const n = counted(ac.signal);
+    setTimeout(() => ac.abort(new Error("stop")), 100);
+    const start = Date.now();
+    await assert.rejects(collect(follow(srv.url, "r", { backoff: 10_000, signal: ac.signal })));
+    assert.ok(Date.now() - start < 5000, "the 10 s wait was cut short: " + (Date.now() - start) + " ms");
+    assert.equal(n.added, n.removed, "no abort listener left on the caller's signal");
+  } finally {
+    await srv.close();
+  }
+});
+
+test("approve: the JournalLeaseBusy wait leaves no listener and is abortable", async () => {
+  const busy = '{"data":null,"error":{"code":"JournalLeaseBusy","data":{"message":"locked","retryAfterMs":10}}}';
+  const srv = await fakeServer((req, res, n) => {
+    if (n <= 3 || n >= 5) return res.writeHead(409, { "Content-Type": "application/json" }).end(busy);
+    res.writeHead(200, { "Content-Type": "application/json" }).end('{"data":{"ok":true},"error":null}');
+  });
+  try {
+    const ac = new AbortController();
+    const n = counted(ac.signal);
+    await approve(srv.url, "abc", { signal: ac.signal });
+    assert.equal(srv.seen.length, 4);
+    assert.ok(n.added > 0);
+    assert.equal(n.added, n.removed, "no abort listener left on the caller's signal");
+    // Aborted during a wait of a minute: it stops at once.
+    const slow = await fakeServer((req, res) =>
+      res.writeHead(409, { "Retry-After": "60", "Content-Type": "application/json" }).end(busy));
+    try {
+      const ac2 = new AbortController();
+      setTimeout(() => ac2.abort(), 100);
+      const start = Date.now();
+      await assert.rejects(approve(slow.url, "abc", { signal: ac2.signal }), (e) => e instanceof DecisionError);
+      assert.ok(Date.now() - start < 5000);
+    } finally {
+      await slow.close();
+    }
+  } finally {
+    await srv.close();
+  }
+});
+
+test("follow: a stream that ends before the run did is a failed reconnect, not the end", async () => {
+  const srv = await fakeServer((req, res, n) => {
+    res.writeHead(200, { "Content-Type": "text/event-stream" });
+    if (n == 1) res.write('id: 1\ndata: {"type":"RUN_STARTED","runId":"r"}\n\nid: 2\ndata: {"type":"TEXT_MESSAGE_CONTENT","delta":"a"}\n\n');
+    res.end(); // a proxy's idle cut; the run goes on
+  });
+  try {
+    const got = [];
+    await assert.rejects(
+      (async () => { for await (const f of follow(srv.url, "r", { backoff: 1, maxReconnects: 2 })) got.push(f.id); })(),
+      /giving up after 2 reconnects: the stream ended before the run did/,
+    );
+    assert.deepEqual(got, ["1", "2"]);
+    assert.equal(srv.seen.length, 3);
+    assert.deepEqual(srv.seen.map((r) => r.headers["last-event-id"]), [undefined, "2", "2"]);
+  } finally {
+    await srv.close();
+  }
+});
+
+test("follow: an empty reconnect before the terminal event keeps following to it", async () => {
+  const srv = await fakeServer((req, res, n) => {
+    res.writeHead(200, { "Content-Type": "text/event-stream" });
+    if (n == 1) res.write('id: 1\ndata: {"type":"RUN_STARTED","runId":"r"}\n\n');
+    if (n == 3) res.write('id: 2\ndata: {"type":"RUN_FINISHED","runId":"r","result":{"stopReason":"completed"}}\n\n');
+    res.end();
+  });
+  try {
+    const frames = await collect(follow(srv.url, "r", { backoff: 1 }));
+    assert.deepEqual(frames.map((f) => f.event.type), ["RUN_STARTED", "RUN_FINISHED"]);
+    assert.equal(srv.seen.length, 3);
+  } finally {
+    await srv.close();
+  }
 });

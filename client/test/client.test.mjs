@@ -196,3 +196,26 @@ test("session: concurrent refreshes share one rotation; a spent token means sign
   await assert.rejects(memorySession().refresh(api), /no refresh token/);
   assert.ok(AUTH_ERROR_CODES.includes("Unauthorized") && AUTH_ERROR_CODES.includes("TokenReuse"));
 });
+
+test("the caller's signal keeps no abort listener once a reply is read", async () => {
+  const srv = await fakeServer((req, res, n) => {
+    if (n > 10 && n % 2 == 1) return res.writeHead(503, { "Content-Type": "application/json" }).end('{"data":null,"error":{"code":"Unavailable","data":{}}}');
+    res.writeHead(200, { "Content-Type": "application/json" }).end('{"data":1,"error":null}');
+  });
+  try {
+    const ac = new AbortController();
+    const n = { added: 0, removed: 0 };
+    const add = ac.signal.addEventListener.bind(ac.signal), rm = ac.signal.removeEventListener.bind(ac.signal);
+    ac.signal.addEventListener = (...a) => (a[0] == "abort" && n.added++, add(...a));
+    ac.signal.removeEventListener = (...a) => (a[0] == "abort" && n.removed++, rm(...a));
+    const api = createClient(srv.url, { retry: { retries: 2, delay: 1 } });
+    for (let i = 0; i < 10; i++) assert.equal((await api.u.f(undefined, { signal: ac.signal })).data, 1);
+    // A 503 then a 200: the attempt and the wait between them.
+    for (let i = 0; i < 5; i++) assert.equal((await api.u.down(undefined, { signal: ac.signal })).data, 1);
+    assert.equal(srv.seen.length, 20);
+    assert.ok(n.added >= 25, "added " + n.added);
+    assert.equal(n.removed, n.added);
+  } finally {
+    await srv.close();
+  }
+});
