@@ -177,7 +177,10 @@ const ends = (e: AgentEvent) =>
 
 /**
  * Follows a run's stored log (GET /agent/runs/:runId/events) to its end, reconnecting
- * with Last-Event-ID after a dropped connection: no gap, no duplicate.
+ * with Last-Event-ID after a dropped connection: no gap, no duplicate. It returns after
+ * the run's terminal event (RUN_FINISHED that is not an interrupt, or RUN_ERROR other
+ * than WorkerLost); a stream that closes before one is a failed connection, so following
+ * from past the terminal event throws once maxReconnects are spent.
  */
 export async function* follow(url: string, runId: string, opts: FollowOptions = {}): AsyncGenerator<AgentFrame> {
   const target = base(url) + "/agent/runs/" + encodeURIComponent(runId) + "/events";
