@@ -31,14 +31,11 @@ type followHandler struct{}
 const followBatch = 500
 
 func (followHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	app := ext.AppOf(r)
-	p, authErr := ext.Authenticate(app, r)
-	fx := ext.RouteFx(app, r, p)
-	if authErr != nil {
-		engine.WriteError(fx, w, r, authErr)
+	fx, p, ok := ext.Route(w, r)
+	if !ok {
 		return
 	}
-	ctx := r.Context()
+	app, ctx := fx.App(), r.Context()
 	after, afterErr := lastEventID(r)
 	// One statement reads the stream record for the access check and the first batch of
 	// rows: a resume costs one database round trip before its first frame. A refused

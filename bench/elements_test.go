@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/bbc28f59/engine/bench/internal/agentbench"
 	"github.com/bbc28f59/engine/clientx"
 	"github.com/bbc28f59/engine/durable"
+	"github.com/bbc28f59/engine/internal/rebind"
 	"github.com/bbc28f59/engine/internal/testenv"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/memory"
@@ -55,20 +55,10 @@ func openElementsDB(tb testing.TB, driver string) *elementsDB {
 
 // q rewrites ? placeholders to $n on Postgres.
 func (e *elementsDB) q(s string) string {
-	if !e.dollar {
-		return s
+	if e.dollar {
+		return rebind.Dollar(s)
 	}
-	var b strings.Builder
-	n := 0
-	for _, r := range s {
-		if r == '?' {
-			n++
-			fmt.Fprintf(&b, "$%d", n)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return s
 }
 
 type (

@@ -25,17 +25,15 @@ type RunError = clientx.RunError
 
 // runHandler serves [RunPath]. Access is the follow route's: the caller must pass the
 // gates of the flow that started the run (as a read: a rate limit of the flow draws
-// nothing from a poll), be in its tenant, and be the starting principal or an operator. A caller without credentials gets 401 Unauthorized; any other caller who
-// may not read the run gets 404 NotFound, as for a run that does not exist, so another
-// tenant's run ids reveal nothing. A run started without a principal and tenant is public.
+// nothing from a poll), be in its tenant, and be the starting principal or an operator.
+// A caller without credentials gets 401 Unauthorized; any other caller who may not read
+// the run gets 404 NotFound, as for a run that does not exist, so another tenant's run
+// ids reveal nothing. A run started without a principal and tenant is public.
 type runHandler struct{}
 
 func (runHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	app := ext.AppOf(r)
-	p, authErr := ext.Authenticate(app, r)
-	fx := ext.RouteFx(app, r, p)
-	if authErr != nil {
-		engine.WriteError(fx, w, r, authErr)
+	fx, p, ok := ext.Route(w, r)
+	if !ok {
 		return
 	}
 	st, err := readRun(fx, p, r.PathValue("runId"))

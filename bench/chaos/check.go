@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/bbc28f59/engine/internal/rebind"
 )
 
 // store reads what the instances stored: the journal's tables (prefix engine_) and the
@@ -19,20 +21,10 @@ type store struct {
 
 // q rewrites ? placeholders for Postgres.
 func (s *store) q(query string) string {
-	if !s.dollar {
-		return query
+	if s.dollar {
+		return rebind.Dollar(query)
 	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			fmt.Fprintf(&b, "$%d", n)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return query
 }
 
 // runOf returns the id of the chat run that asked to transfer to `to`, or "".

@@ -104,6 +104,20 @@ func WriteParked(fx *engine.Fx, w http.ResponseWriter, r *http.Request) {
 	in.WriteParked(fx, w, r)
 }
 
+// Route begins a request of a route mounted with [MountEngine]: it finds the app,
+// authenticates the caller and returns the call context the route answers with. When
+// authentication fails it has answered the request already, and ok is false.
+func Route(w http.ResponseWriter, r *http.Request) (fx *engine.Fx, p *engine.Principal, ok bool) {
+	app := AppOf(r)
+	p, err := Authenticate(app, r)
+	fx = RouteFx(app, r, p)
+	if err != nil {
+		engine.WriteError(fx, w, r, err)
+		return fx, p, false
+	}
+	return fx, p, true
+}
+
 // readKey marks the context of a gate check made by [CheckRead].
 type readKey struct{}
 

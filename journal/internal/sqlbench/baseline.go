@@ -10,26 +10,18 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/bbc28f59/engine/internal/rebind"
 )
 
 // Baseline returns the hand-written cycle on db. runs and parks are the table names;
 // dollar selects $n placeholders (Postgres) instead of ?; lock is the row-lock suffix.
 func Baseline(db *sql.DB, runs, parks string, dollar bool, lockShare, lockUpdate string) func(ctx context.Context, i int) error {
 	q := func(s string) string {
-		if !dollar {
-			return s
+		if dollar {
+			return rebind.Dollar(s)
 		}
-		var b strings.Builder
-		n := 0
-		for _, r := range s {
-			if r == '?' {
-				n++
-				fmt.Fprintf(&b, "$%d", n)
-				continue
-			}
-			b.WriteRune(r)
-		}
-		return b.String()
+		return s
 	}
 	insertRun := q(`INSERT INTO ` + runs + ` (id, flow, input, principal, tenant, status, output, error, lease_owner, lease_expires, epoch, created_at, updated_at)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING`)
