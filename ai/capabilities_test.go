@@ -1,12 +1,12 @@
 package ai_test
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"testing"
+
+	"github.com/bbc28f59/engine/internal/testenv"
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai"
@@ -54,16 +54,7 @@ func TestCapabilitiesResumableNeedsFollowRoute(t *testing.T) {
 			if c.install {
 				opts = append(opts, ai.Install(ai.Options{}))
 			}
-			app, err := engine.New(opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := app.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = app.Close(context.Background()) })
-			srv := httptest.NewServer(app.Handler())
-			t.Cleanup(srv.Close)
+			srv := testenv.Serve(t, opts...)
 			res, err := http.Get(srv.URL + "/solo/capabilities")
 			if err != nil {
 				t.Fatal(err)

@@ -1,13 +1,14 @@
 package durable_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bbc28f59/engine/internal/testenv"
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
@@ -45,7 +46,7 @@ func newDecideSetup(t *testing.T) *decideSetup {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := engine.New(durable.With(j), durable.Decisions(), engine.WithAuthenticator(headerAuth{}),
+	srv := testenv.Serve(t, durable.With(j), durable.Decisions(), engine.WithAuthenticator(headerAuth{}),
 		engine.Bind(holdFlow, func(fx *engine.Fx, in PlaceIn) (PlaceOut, error) {
 			if in.Item == "wait for payment" {
 				by, err := holdPaid.Wait(fx, "o1", time.Time{})
@@ -62,15 +63,6 @@ func newDecideSetup(t *testing.T) *decideSetup {
 			_ = json.Unmarshal(dec.Payload, &note)
 			return PlaceOut{Item: in.Item + note, Verdict: string(dec.Kind)}, nil
 		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = app.Close(context.Background()) })
-	srv := httptest.NewServer(app.Handler())
-	t.Cleanup(srv.Close)
 	return &decideSetup{srv: srv, j: j}
 }
 

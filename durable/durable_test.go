@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbc28f59/engine/internal/testenv"
+
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/journal"
@@ -75,21 +77,12 @@ func newDurable(t *testing.T) *durableSetup {
 		}
 		return PlaceOut{Item: in.Item, Charged: charged, Verdict: string(dec.Kind)}, nil
 	}
-	app, err := engine.New(
+	d.srv = testenv.Serve(t,
 		engine.WithLogger(slog.New(slog.NewTextHandler(syncWriter{d}, nil))),
 		durable.With(j),
 		engine.Bind(placeFlow, place),
 		engine.Bind(quickFlow, place),
 	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = app.Close(context.Background()) })
-	d.srv = httptest.NewServer(app.Handler())
-	t.Cleanup(d.srv.Close)
 	return d
 }
 

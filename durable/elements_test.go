@@ -1,13 +1,14 @@
 package durable_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/bbc28f59/engine/internal/testenv"
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
@@ -58,7 +59,7 @@ func newElements(t *testing.T) (*httptest.Server, *journal.Journal) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := engine.New(durable.With(j), engine.WithAuthenticator(headerAuth{}),
+	srv := testenv.Serve(t, durable.With(j), engine.WithAuthenticator(headerAuth{}),
 		engine.Bind(waitFlow, func(fx *engine.Fx, in PlaceIn) (WaitOut, error) {
 			p, err := paidSignal.Wait(fx, durable.RunOf(fx).ID, time.Time{})
 			if errors.Is(err, durable.ErrTimedOut) {
@@ -84,15 +85,6 @@ func newElements(t *testing.T) (*httptest.Server, *journal.Journal) {
 			}
 			return out, nil
 		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = app.Close(context.Background()) })
-	srv := httptest.NewServer(app.Handler())
-	t.Cleanup(srv.Close)
 	return srv, j
 }
 

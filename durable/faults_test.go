@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbc28f59/engine/internal/testenv"
+
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/journal"
@@ -36,7 +38,7 @@ func faultApp(t *testing.T, seen *atomic.Value) (*httptest.Server, *journal.Jour
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := engine.New(
+	srv := testenv.Serve(t,
 		engine.WithLogger(discardLogger()),
 		durable.With(j),
 		engine.Bind(panicFlow, func(fx *engine.Fx, in PlaceIn) (boomOut, error) {
@@ -48,62 +50,41 @@ func faultApp(t *testing.T, seen *atomic.Value) (*httptest.Server, *journal.Jour
 			return boomOut{X: math.NaN()}, nil
 		}),
 	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = app.Close(context.Background()) })
-	srv := httptest.NewServer(app.Handler())
-	t.Cleanup(srv.Close)
 	return srv, j
 }
 
-// A handler that panics answers 500 and fails its run: the run is not left held by an
-// execution that is gone (renewed, so never recovered, for the life of the process).
-func TestAPanickingDurableHandlerFailsItsRun(t *testing.T) {
+// A durable call that cannot end well answers 500 and fails its run, neither leaving it
+// held by an execution that is gone (renewed, so never recovered, for the life of the
+// process) nor recording a completion with no result: a handler that panics, and an
+// output JSON cannot carry (the caller is told which field).
+func TestADurableCallThatCannotEndWellFailsItsRun(t *testing.T) {
 	t.Parallel()
-	var seen atomic.Value
-	srv, j := faultApp(t, &seen)
-	res, err := http.Post(srv.URL+"/panic", "application/json", strings.NewReader(`{"item":"x"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusInternalServerError {
-		t.Fatalf("status %d, want 500", res.StatusCode)
-	}
-	id, _ := seen.Load().(string)
-	rec, err := j.GetRun(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec.Status != journal.StatusFailed || rec.LeaseOwner != "" || !strings.Contains(rec.Error, "the handler's bug") {
-		t.Fatalf("run after a panic: status %s, lease owner %q, error %q; want failed, no owner, the panic", rec.Status, rec.LeaseOwner, rec.Error)
-	}
-}
-
-// An output JSON cannot carry is the caller's 500 naming the field, and the run records
-// a failure, never a completion with no result.
-func TestAnOutputJSONCannotCarryFailsTheRun(t *testing.T) {
-	t.Parallel()
-	var seen atomic.Value
-	srv, j := faultApp(t, &seen)
-	res, err := http.Post(srv.URL+"/nan", "application/json", strings.NewReader(`{"item":"x"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusInternalServerError {
-		t.Fatalf("status %d, want 500", res.StatusCode)
-	}
-	rec, err := j.GetRun(context.Background(), seen.Load().(string))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec.Status != journal.StatusFailed || !strings.Contains(rec.Error, "NaN") {
-		t.Fatalf("run of a NaN output: status %s, error %q, output %s; want failed naming NaN", rec.Status, rec.Error, rec.Output)
+	for _, c := range []struct{ path, wantErr string }{
+		{"/panic", "the handler's bug"},
+		{"/nan", "NaN"},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			t.Parallel()
+			var seen atomic.Value
+			srv, j := faultApp(t, &seen)
+			res, err := http.Post(srv.URL+c.path, "application/json", strings.NewReader(`{"item":"x"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusInternalServerError {
+				t.Fatalf("status %d, want 500", res.StatusCode)
+			}
+			id, _ := seen.Load().(string)
+			rec, err := j.GetRun(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Status != journal.StatusFailed || rec.LeaseOwner != "" || !strings.Contains(rec.Error, c.wantErr) {
+				t.Fatalf("run: status %s, lease owner %q, error %q, output %s; want failed, no owner, an error naming %q",
+					rec.Status, rec.LeaseOwner, rec.Error, rec.Output, c.wantErr)
+			}
+		})
 	}
 }
 
@@ -173,7 +154,7 @@ func TestACallerLeavingMidCallLeavesTheRunToFinish(t *testing.T) {
 	var first, second atomic.Int64
 	var runID atomic.Value
 	entered := make(chan struct{})
-	app, err := engine.New(engine.WithLogger(discardLogger()), durable.With(j),
+	srv := testenv.Serve(t, engine.WithLogger(discardLogger()), durable.With(j),
 		engine.Bind(leaveFlow, func(fx *engine.Fx, in PlaceIn) (boomOut, error) {
 			runID.Store(durable.RunOf(fx).ID)
 			if _, err := durable.Step(fx, "first", func(context.Context) (int64, error) { return first.Add(1), nil }); err != nil {
@@ -189,15 +170,6 @@ func TestACallerLeavingMidCallLeavesTheRunToFinish(t *testing.T) {
 			})
 			return boomOut{X: float64(n)}, err
 		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = app.Close(context.Background()) })
-	srv := httptest.NewServer(app.Handler())
-	t.Cleanup(srv.Close)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/leave", strings.NewReader(`{"item":"x"}`))

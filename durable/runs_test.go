@@ -3,9 +3,10 @@ package durable_test
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/bbc28f59/engine/internal/testenv"
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
@@ -100,7 +101,7 @@ func TestPollingARunIsNotACallOfItsFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := engine.New(durable.With(j), engine.WithAuthenticator(headerAuth{}),
+	srv := testenv.Serve(t, durable.With(j), engine.WithAuthenticator(headerAuth{}),
 		engine.Bind(meteredFlow, func(fx *engine.Fx, in PlaceIn) (PlaceOut, error) {
 			if _, err := durable.Park(fx, "confirm", time.Time{}, in); err != nil {
 				return PlaceOut{}, err
@@ -116,11 +117,6 @@ func TestPollingARunIsNotACallOfItsFlow(t *testing.T) {
 					return next(fx, in)
 				}
 			})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(app.Handler())
-	t.Cleanup(srv.Close)
 	d := &decideSetup{srv: srv, j: j}
 	starter := d.client(t, "u1,acme")
 	first := clientx.Call(t.Context(), starter, meteredFlow, PlaceIn{Item: "tea"})
