@@ -18,6 +18,9 @@ type AskOptions struct {
 	// MaxCostPerCall fails the call with [*BudgetExceededError] when its cost exceeds it;
 	// zero means no limit.
 	MaxCostPerCall float64
+	// Retries is how many times [AskAs] asks again after a reply that does not validate:
+	// zero means [DefaultOutputRetries], a negative value none. [Ask] ignores it.
+	Retries int
 }
 
 // BudgetExceededError is returned by [Ask] when a prompt cost more than its

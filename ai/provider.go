@@ -36,6 +36,10 @@ type Request struct {
 	Tools []ToolSpec
 	// MaxTokens caps the output tokens of the turn; zero leaves the provider's default.
 	MaxTokens int
+	// Output, when set, asks for a reply that is one JSON value matching a schema
+	// (structured output), in the vendor's own mode. Only providers that implement
+	// [NativeOutput] are given it; the others get the schema in the system prompt.
+	Output *OutputFormat
 }
 
 // Role says who wrote a [Message].

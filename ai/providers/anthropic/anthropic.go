@@ -35,19 +35,46 @@ type Options struct {
 	// MaxRetries is how many times a request that failed before streaming (connection error, 408, 409, 429, 5xx)
 	// is retried by the SDK with backoff. Zero means no retry: the caller, usually a durable flow, decides.
 	MaxRetries int
+	// Output is how a structured output ([ai.Request.Output]) is asked for; the default
+	// is Anthropic's native mode.
+	Output OutputMode
 }
+
+// OutputMode is how the provider asks for a structured output.
+type OutputMode int
+
+// The output modes.
+const (
+	// OutputNative sends the schema as output_config.format ({type: "json_schema",
+	// schema}), Anthropic's structured outputs: the reply's text is the JSON value.
+	OutputNative OutputMode = iota
+	// OutputTool offers the schema as a tool of the format's name and makes the model
+	// call it (tool_choice that tool, or "any" beside other tools): for models and
+	// gateways without output_config. The call's input is yielded as the turn's text,
+	// never as a tool call.
+	OutputTool
+	// OutputPrompt leaves the schema to ai's fallback, the system prompt.
+	OutputPrompt
+)
 
 // Provider streams Messages API turns. It is safe for concurrent use.
 type Provider struct {
 	messages sdk.MessageService
+	output   OutputMode
 }
 
-var _ ai.Provider = (*Provider)(nil)
+var (
+	_ ai.Provider     = (*Provider)(nil)
+	_ ai.NativeOutput = (*Provider)(nil)
+)
 
 // New returns a provider for the server opts names.
 func New(opts Options) (*Provider, error) {
 	if opts.MaxRetries < 0 {
 		return nil, fmt.Errorf("anthropic: MaxRetries %d is negative", opts.MaxRetries)
+	}
+	if opts.Output < OutputNative || opts.Output > OutputPrompt {
+		return nil, fmt.Errorf("anthropic: unknown Output mode %d", opts.Output)
 	}
 	base := opts.BaseURL
 	if base == "" {
@@ -74,17 +101,21 @@ func New(opts Options) (*Provider, error) {
 		}))
 	}
 	c := sdk.NewClient(ro...)
-	return &Provider{messages: c.Messages}, nil
+	return &Provider{messages: c.Messages, output: opts.Output}, nil
 }
 
 // Name reports "anthropic".
 func (p *Provider) Name() string { return "anthropic" }
 
+// NativeOutput reports whether structured output is asked for by the provider itself
+// ([OutputNative] or [OutputTool]) rather than by ai's prompt fallback.
+func (p *Provider) NativeOutput() bool { return p.output != OutputPrompt }
+
 // Stream sends req as a streaming Messages request and yields its chunks. Cancelling ctx, or stopping the
 // iteration, aborts the HTTP request.
 func (p *Provider) Stream(ctx context.Context, req ai.Request) iter.Seq2[ai.Chunk, error] {
 	return func(yield func(ai.Chunk, error) bool) {
-		params, err := buildParams(req)
+		params, err := buildParams(req, p.output)
 		if err != nil {
 			yield(ai.Chunk{}, err)
 			return
@@ -94,6 +125,9 @@ func (p *Provider) Stream(ctx context.Context, req ai.Request) iter.Seq2[ai.Chun
 		stream := p.messages.NewStreaming(ctx, params)
 		defer stream.Close()
 		var t turn
+		if req.Output != nil && p.output == OutputTool {
+			t.outputTool = req.Output.Name
+		}
 		for stream.Next() {
 			for _, c := range t.convert(stream.Current()) {
 				if !yield(c, nil) {
@@ -118,9 +152,11 @@ func (p *Provider) Stream(ctx context.Context, req ai.Request) iter.Seq2[ai.Chun
 // turn tracks what one stream has said so far: which content blocks are tool calls (Anthropic numbers all
 // blocks, text included; [ai.ToolCallDelta.Index] counts tool calls only) and the usage, which arrives in two parts.
 type turn struct {
-	toolIndex map[int64]int
-	usage     ai.Usage
-	reported  bool
+	toolIndex  map[int64]int
+	usage      ai.Usage
+	reported   bool
+	outputTool string         // the forced tool of [OutputTool], whose input is the answer
+	outputIdx  map[int64]bool // blocks that are calls of it
 }
 
 func (t *turn) convert(ev sdk.MessageStreamEventUnion) []ai.Chunk {
@@ -141,6 +177,13 @@ func (t *turn) convert(ev sdk.MessageStreamEventUnion) []ai.Chunk {
 		e := ev.AsContentBlockStart()
 		switch e.ContentBlock.Type {
 		case "tool_use":
+			if b := e.ContentBlock.AsToolUse(); t.outputTool != "" && b.Name == t.outputTool {
+				if t.outputIdx == nil {
+					t.outputIdx = map[int64]bool{}
+				}
+				t.outputIdx[e.Index] = true
+				return nil
+			}
 			if t.toolIndex == nil {
 				t.toolIndex = map[int64]int{}
 			}
@@ -161,6 +204,12 @@ func (t *turn) convert(ev sdk.MessageStreamEventUnion) []ai.Chunk {
 				return []ai.Chunk{{Text: s}}
 			}
 		case "input_json_delta":
+			if t.outputIdx[e.Index] {
+				if s := e.Delta.AsInputJSONDelta().PartialJSON; s != "" {
+					return []ai.Chunk{{Text: s}}
+				}
+				return nil
+			}
 			i, ok := t.toolIndex[e.Index]
 			if s := e.Delta.AsInputJSONDelta().PartialJSON; ok && s != "" {
 				return []ai.Chunk{{ToolCall: &ai.ToolCallDelta{Index: i, ArgsDelta: s}}}

@@ -14,7 +14,7 @@ import (
 // messages) as system blocks, assistant tool calls as tool_use blocks, tool results as tool_result blocks in a user
 // message, and tools with their JSON Schema as input_schema. Consecutive messages of the same role are merged, as
 // the API wants roles to alternate and all tool results of a turn in one user message.
-func buildParams(req ai.Request) (sdk.MessageNewParams, error) {
+func buildParams(req ai.Request, mode OutputMode) (sdk.MessageNewParams, error) {
 	var p sdk.MessageNewParams
 	if req.Model == "" {
 		return p, errors.New("anthropic: request has no model")
@@ -54,7 +54,39 @@ func buildParams(req ai.Request) (sdk.MessageNewParams, error) {
 		}
 		p.Tools = append(p.Tools, tool)
 	}
+	if o := req.Output; o != nil {
+		if err := outputParams(&p, *o, mode); err != nil {
+			return p, err
+		}
+	}
 	return p, nil
+}
+
+// outputParams asks for a structured output: as output_config.format, or as a tool the
+// model must call (alone: that tool; beside the agent's tools: any tool, so the model can
+// still use them before it answers).
+func outputParams(p *sdk.MessageNewParams, o ai.OutputFormat, mode OutputMode) error {
+	switch mode {
+	case OutputNative:
+		var schema map[string]any
+		if err := json.Unmarshal(o.Schema, &schema); err != nil {
+			return fmt.Errorf("anthropic: output schema is not a JSON object: %w", err)
+		}
+		p.OutputConfig.Format = sdk.JSONOutputFormatParam{Schema: schema}
+	case OutputTool:
+		tool, err := toolParam(ai.ToolSpec{Name: o.Name, Parameters: o.Schema,
+			Description: "Give your final answer by calling this tool with it."})
+		if err != nil {
+			return err
+		}
+		if len(p.Tools) == 0 {
+			p.ToolChoice = sdk.ToolChoiceParamOfTool(o.Name)
+		} else {
+			p.ToolChoice = sdk.ToolChoiceUnionParam{OfAny: &sdk.ToolChoiceAnyParam{}}
+		}
+		p.Tools = append(p.Tools, tool)
+	}
+	return nil
 }
 
 func message(m ai.Message) (sdk.MessageParam, error) {

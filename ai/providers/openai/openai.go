@@ -34,14 +34,22 @@ type Options struct {
 	// MaxRetries is how many times a request that failed before streaming (connection error, 408, 409, 429, 5xx)
 	// is retried by the SDK with backoff. Zero means no retry: the caller, usually a durable flow, decides.
 	MaxRetries int
+	// NoJSONSchema says the server lacks the JSON-schema response format (response_format
+	// {type: "json_schema"}), as some compatible servers do: structured output then uses
+	// ai's fallback, the schema in the system prompt (see [ai.NativeOutput]).
+	NoJSONSchema bool
 }
 
 // Provider streams chat completions. It is safe for concurrent use.
 type Provider struct {
-	chat sdk.ChatCompletionService
+	chat         sdk.ChatCompletionService
+	noJSONSchema bool
 }
 
-var _ ai.Provider = (*Provider)(nil)
+var (
+	_ ai.Provider     = (*Provider)(nil)
+	_ ai.NativeOutput = (*Provider)(nil)
+)
 
 // New returns a provider for the server opts names.
 func New(opts Options) (*Provider, error) {
@@ -65,11 +73,16 @@ func New(opts Options) (*Provider, error) {
 		ro = append(ro, option.WithAPIKey(opts.APIKey))
 	}
 	// The service is built directly rather than through sdk.NewClient, which would merge OPENAI_* variables.
-	return &Provider{chat: sdk.NewChatCompletionService(ro...)}, nil
+	return &Provider{chat: sdk.NewChatCompletionService(ro...), noJSONSchema: opts.NoJSONSchema}, nil
 }
 
 // Name reports "openai".
 func (p *Provider) Name() string { return "openai" }
+
+// NativeOutput reports whether structured output is sent as the JSON-schema response
+// format (response_format {type: "json_schema", json_schema: {name, schema, strict}}):
+// true unless [Options.NoJSONSchema].
+func (p *Provider) NativeOutput() bool { return !p.noJSONSchema }
 
 // Stream sends req as a streaming chat completion and yields its chunks. Cancelling ctx, or stopping the
 // iteration, aborts the HTTP request.

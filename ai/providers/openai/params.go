@@ -13,7 +13,7 @@ import (
 
 // buildParams maps a provider-neutral request onto chat-completions parameters: the system prompt first, assistant
 // tool calls as tool_calls, tool results as role "tool" messages, tools as functions with their JSON Schema, and
-// stream_options.include_usage so spend can be reported.
+// stream_options.include_usage so spend can be reported, and a structured output as the JSON-schema response format.
 func buildParams(req ai.Request) (sdk.ChatCompletionNewParams, error) {
 	var p sdk.ChatCompletionNewParams
 	if req.Model == "" {
@@ -43,6 +43,14 @@ func buildParams(req ai.Request) (sdk.ChatCompletionNewParams, error) {
 			return p, err
 		}
 		p.Tools = append(p.Tools, tool)
+	}
+	if o := req.Output; o != nil {
+		var schema map[string]any
+		if err := json.Unmarshal(o.Schema, &schema); err != nil {
+			return p, fmt.Errorf("openai: output schema is not a JSON object: %w", err)
+		}
+		p.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
+			Name: o.Name, Schema: schema, Strict: sdk.Bool(o.Strict)}}
 	}
 	return p, nil
 }

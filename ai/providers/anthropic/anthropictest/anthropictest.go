@@ -53,10 +53,32 @@ type Request struct {
 	Messages  []Message       `json:"messages"`
 	Tools     []Tool          `json:"tools"`
 	Stream    bool            `json:"stream"`
+	// ToolChoice is the request's tool_choice, nil when absent.
+	ToolChoice *ToolChoice `json:"tool_choice"`
+	// OutputConfig is the request's output_config (structured outputs), nil when absent.
+	OutputConfig *OutputConfig `json:"output_config"`
 	// Header is the request's HTTP header (x-api-key, anthropic-version, ...).
 	Header http.Header `json:"-"`
 	// Raw is the request body as received.
 	Raw json.RawMessage `json:"-"`
+}
+
+// ToolChoice is a request's tool_choice: {"type": "auto" | "any" | "none"} or
+// {"type": "tool", "name": …}.
+type ToolChoice struct {
+	Type string `json:"type"`
+	Name string `json:"name,omitempty"`
+}
+
+// OutputConfig is a request's output_config.
+type OutputConfig struct {
+	Format *OutputFormat `json:"format"`
+}
+
+// OutputFormat is output_config.format: {"type": "json_schema", "schema": …}.
+type OutputFormat struct {
+	Type   string          `json:"type"`
+	Schema json.RawMessage `json:"schema"`
 }
 
 // SystemText returns the system prompt: the string itself, or the text blocks joined.
@@ -147,6 +169,7 @@ var vendor = wirefake.Vendor[Request, Turn]{
 	},
 	Failure:    func(t Turn) (int, string) { return t.Status, t.ErrorMessage },
 	Delay:      func(t Turn) time.Duration { return t.Delay },
+	Check:      checkRequest,
 	Frames:     func(t Turn, req Request, n int) [][]byte { return events(t, req.Model, n) },
 	WriteError: writeError,
 }

@@ -25,6 +25,9 @@ type Vendor[Req, Turn any] struct {
 	ContentType string
 	// Received fills a decoded request's raw body and header fields.
 	Received func(req *Req, body []byte, header http.Header)
+	// Check, when set, returns the HTTP status and message with which the real API
+	// refuses a malformed request (0: accepted). The request is recorded either way.
+	Check func(Req) (status int, message string)
 	// Assistants counts the assistant messages of a request: turn n answers n of them.
 	Assistants func(Req) int
 	// Failure returns an HTTP status and message to answer instead of a stream (0: stream).
@@ -101,6 +104,12 @@ func (s *Server[Req, Turn]) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	s.mu.Unlock()
+	if v.Check != nil {
+		if status, msg := v.Check(req); status != 0 {
+			v.WriteError(w, status, msg)
+			return
+		}
+	}
 
 	n := v.Assistants(req)
 	var turn Turn

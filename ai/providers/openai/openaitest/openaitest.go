@@ -57,10 +57,27 @@ type Request struct {
 	StreamOptions       *StreamOptions `json:"stream_options"`
 	MaxTokens           *int64         `json:"max_tokens"`
 	MaxCompletionTokens *int64         `json:"max_completion_tokens"`
+	// ResponseFormat is the requested response format (structured output), nil when
+	// the request has none.
+	ResponseFormat *ResponseFormat `json:"response_format"`
 	// Header is the request's HTTP header (Authorization, ...).
 	Header http.Header `json:"-"`
 	// Raw is the request body as received.
 	Raw json.RawMessage `json:"-"`
+}
+
+// ResponseFormat is a request's response_format: {"type": "json_schema", "json_schema":
+// {name, schema, strict}} for structured output, or {"type": "json_object"} / "text".
+type ResponseFormat struct {
+	Type       string      `json:"type"`
+	JSONSchema *JSONSchema `json:"json_schema"`
+}
+
+// JSONSchema is the json_schema member of a response format.
+type JSONSchema struct {
+	Name   string          `json:"name"`
+	Schema json.RawMessage `json:"schema"`
+	Strict *bool           `json:"strict"`
 }
 
 // StreamOptions is the request's stream_options.
@@ -135,6 +152,7 @@ var vendor = wirefake.Vendor[Request, Turn]{
 		}
 		return n
 	},
+	Check:   checkRequest,
 	Failure: func(t Turn) (int, string) { return t.Status, t.ErrorMessage },
 	Delay:   func(t Turn) time.Duration { return t.Delay },
 	Frames: func(t Turn, req Request, n int) [][]byte {
