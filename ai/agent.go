@@ -19,6 +19,9 @@ type AgentDef struct {
 	maxSteps int
 	system   string
 	budget   float64
+
+	output    *structured // a typed final output ([Output])
+	outputErr error
 }
 
 // AgentOption configures an agent.
@@ -99,6 +102,8 @@ func (a *AgentDef) validate() error {
 		return fmt.Errorf("ai: agent %s: maxSteps must not be negative", a.name)
 	case a.budget < 0:
 		return fmt.Errorf("ai: agent %s: budget must not be negative", a.name)
+	case a.outputErr != nil:
+		return fmt.Errorf("ai: agent %s: %w", a.name, a.outputErr)
 	}
 	for _, t := range a.tools {
 		if t == "" {

@@ -121,6 +121,8 @@ type loopState struct {
 	history  []Message
 	seen     map[string]bool // tool call ids used in this run: each call gets its own
 	pending  []string        // client tool calls left for the client to run
+
+	outputRetries int // final answers of a typed output asked again
 }
 
 func (s *loopState) run() {
@@ -163,6 +165,20 @@ func (s *loopState) run() {
 		if r.agent.budget > 0 && s.cost >= r.agent.budget {
 			s.closeStep(stepName)
 			s.finish(agui.StopBudget)
+			return
+		}
+		if len(t.ToolCalls) == 0 && r.agent.output != nil {
+			s.closeStep(stepName)
+			value, again, err := s.finalOutput(t.Text)
+			if err != nil {
+				s.fail(err)
+				return
+			}
+			if again {
+				continue
+			}
+			s.output = value
+			s.finish(agui.StopCompleted)
 			return
 		}
 		if len(t.ToolCalls) == 0 {
@@ -227,6 +243,9 @@ func addInt(p *int64, n int64) *int64 {
 func (s *loopState) modelCall(stepName string) (turn, error) {
 	r := s.r
 	req := Request{Model: r.agent.model.ModelID(), System: r.systemPrompt(), Messages: s.history, Tools: r.tools}
+	if st := r.agent.output; st != nil {
+		st.apply(&req, r.agent.model.Provider())
+	}
 	called := false
 	var live turn
 	call := func(ctx context.Context) (json.RawMessage, error) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -311,5 +310,34 @@ func retries(n int) int {
 	return n
 }
 
-// errNoOutput is reported when a structured agent run ends without a final answer.
-var errNoOutput = errors.New("ai: the run ended without a final answer")
+// Output gives an agent a typed final output: T's JSON Schema goes to the provider's
+// structured-output mode on every model call (the fallback: the system prompt says the
+// final answer is a JSON value of that schema), the model's final answer (its turn
+// without tool calls) is validated and decoded, and RUN_FINISHED.result.output is the
+// value (clients decode it typed: agui.OutputOf). A final answer that does not validate
+// is fed back with its issues for another turn, at most [DefaultOutputRetries] times;
+// then the run fails with RUN_ERROR code InvalidModelOutput, naming the issues.
+//
+//	extractor := ai.Agent("extractor", model, ai.Tools(Weather), 6, ai.Output[Forecast]())
+func Output[T any]() AgentOption {
+	return func(a *AgentDef) {
+		a.output, a.outputErr = structuredFor[T](a.name)
+	}
+}
+
+// finalOutput checks a final answer of an agent with a typed output: its value, or the
+// issues, and whether the loop should ask again.
+func (s *loopState) finalOutput(text string) (value json.RawMessage, again bool, err error) {
+	st := s.r.agent.output
+	value, issues := st.decode([]byte(text))
+	if issues == nil {
+		return value, false, nil
+	}
+	if s.outputRetries < DefaultOutputRetries {
+		s.outputRetries++
+		s.history = append(s.history, Message{Role: RoleUser, Content: retryPrompt(issues)})
+		return nil, true, nil
+	}
+	return nil, false, &stopError{code: InvalidModelOutput.Code(),
+		msg: "ai: the final answer did not match the output schema: " + strings.Join(issues, "; ")}
+}

@@ -3,10 +3,12 @@ package ai_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai"
+	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/ai/providers/anthropic"
 	"github.com/bbc28f59/engine/ai/providers/anthropic/anthropictest"
 	"github.com/bbc28f59/engine/ai/providers/openai"
@@ -40,7 +43,8 @@ type Extracted struct {
 }
 
 var (
-	extractFlow = engine.Define[ExtractIn, Extracted](extractUnit, "weather", engine.Public(),
+	extractAgentFlow = engine.DefineStream[ChatIn, agui.Event, ai.RunResult](extractUnit, "agent", engine.POST("/extract/agent"), engine.Public())
+	extractFlow      = engine.Define[ExtractIn, Extracted](extractUnit, "weather", engine.Public(),
 		engine.Errors(ai.InvalidModelOutput))
 	// extractDurable asks, then waits for a decision, so a test can resume it and watch
 	// the replay.
@@ -65,6 +69,7 @@ func newStructuredApp(t *testing.T, p ai.Provider) *structuredApp {
 		t.Fatal(err)
 	}
 	a := &structuredApp{journal: j}
+	extractor := ai.Agent("extractor", model, ai.Tools(weatherFlow), 0, ai.Output[Extracted](), ai.System("You extract data."))
 	app, err := engine.New(
 		engine.WithLogger(slog.New(slog.DiscardHandler)),
 		durable.With(j),
@@ -81,6 +86,12 @@ func newStructuredApp(t *testing.T, p ai.Provider) *structuredApp {
 				return Extracted{}, err
 			}
 			return w, nil
+		}),
+		engine.Bind(weatherFlow, func(_ *engine.Fx, in WeatherIn) (WeatherOut, error) {
+			return WeatherOut{City: in.City, TempC: -3}, nil
+		}),
+		engine.BindStream(extractAgentFlow, func(fx *engine.Fx, in ChatIn, out *engine.Stream[agui.Event]) (ai.RunResult, error) {
+			return ai.Stream(fx, extractor, in.Message, out, ai.RunOptions{})
 		}),
 		engine.Bind(extractList, func(fx *engine.Fx, in ExtractIn) ([]string, error) {
 			return ai.AskAs[[]string](fx, model, "List the cities: "+in.Text, ai.AskOptions{Name: "cities", Retries: -1})
@@ -166,7 +177,7 @@ func openaiFake(noJSONSchema bool) func(t *testing.T, replies []string) (ai.Prov
 					s.system = r.Messages[0].Text()
 				}
 				if f := r.ResponseFormat; f != nil {
-					if f.Type != "json_schema" || f.JSONSchema.Name != "weather" && f.JSONSchema.Name != "cities" {
+					if f.Type != "json_schema" || !slices.Contains([]string{"weather", "cities", "extractor"}, f.JSONSchema.Name) {
 						t.Errorf("response_format = %+v, want json_schema named after the prompt", f)
 					}
 					s.native = string(f.JSONSchema.Schema)
@@ -369,4 +380,54 @@ func TestAskAsDurableReplay(t *testing.T) {
 			eq(t, "model requests", len(sent()), 1)
 		})
 	}
+}
+
+// TestAgentOutput checks an agent with a typed output: the schema goes with every model
+// call beside the tools, a final answer that does not validate is fed back with its
+// issues for another turn, RUN_FINISHED.result.output is the value (agui.OutputOf decodes
+// it), and answers that never validate end the run with RUN_ERROR InvalidModelOutput.
+func TestAgentOutput(t *testing.T) {
+	t.Parallel()
+	for _, f := range []structuredFake{structuredFakes[0], structuredFakes[1], structuredFakes[2]} {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			p, sent := f.provider(t, []string{`{"city":"Oslo","tempC":"minus three"}`, goodReply})
+			a := newStructuredApp(t, p)
+			tr := a.stream(t, `{"message":"Oslo is at -3.5"}`)
+			res := tr.result(t)
+			got, err := agui.OutputOf[Extracted](res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eq(t, "output", got, Extracted{City: "Oslo", TempC: -3.5})
+			eq(t, "stop reason", res.StopReason, agui.StopCompleted)
+			reqs := sent()
+			eq(t, "model requests", len(reqs), 2)
+			if !strings.Contains(reqs[1].lastUser, "tempC") {
+				t.Errorf("the second request's last message %q does not name tempC", reqs[1].lastUser)
+			}
+			if native := !strings.HasSuffix(f.name, "fallback"); native != (reqs[0].native != "") {
+				t.Errorf("native schema sent = %q", reqs[0].native)
+			}
+
+			p, _ = f.provider(t, []string{`{}`, `{}`, `{}`})
+			a = newStructuredApp(t, p)
+			eq(t, "run error code", a.stream(t, `{"message":"Oslo"}`).runError(t).Code, "InvalidModelOutput")
+		})
+	}
+}
+
+// stream posts to the agent flow and parses its events.
+func (a *structuredApp) stream(t *testing.T, body string) transcript {
+	t.Helper()
+	res, err := http.Post(a.srv.URL+"/extract/agent", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parse(t, string(raw))
 }
