@@ -115,34 +115,40 @@ func Define[T any](u *engine.Unit, base string) *Resource[T] {
 		}
 	}
 	minLimit, maxLimit := float64(1), float64(MaxLimit)
-	r.List = engine.Define[Query, []T](u, "list", engine.GET(r.Base), engine.InputSchema(func(s *jsonschema.Schema) {
-		s.Type, s.Types = "object", nil
-		s.AdditionalProperties = nil
-		s.Properties = map[string]*jsonschema.Schema{
-			"limit":  {Type: "integer", Minimum: &minLimit, Maximum: &maxLimit},
-			"cursor": {Type: "string"},
-		}
-		if m != nil {
-			for _, f := range m.fields {
-				if f.filter {
-					s.Properties[f.jsonName] = prop(f.jsonName)
+	r.List = engine.Define[Query, []T](u, "list", engine.GET(r.Base),
+		engine.Describe("A page of the records at "+r.Base+", oldest first: limit (default 20, at most 100), the cursor of the previous page (meta.nextCursor), and filters by field."),
+		engine.InputSchema(func(s *jsonschema.Schema) {
+			s.Type, s.Types = "object", nil
+			s.AdditionalProperties = nil
+			s.Properties = map[string]*jsonschema.Schema{
+				"limit":  {Type: "integer", Minimum: &minLimit, Maximum: &maxLimit},
+				"cursor": {Type: "string"},
+			}
+			if m != nil {
+				for _, f := range m.fields {
+					if f.filter {
+						s.Properties[f.jsonName] = prop(f.jsonName)
+					}
 				}
 			}
-		}
-	}))
-	r.Get = engine.Define[ID, T](u, "get", engine.GET(r.Base+"/:id"), engine.InputSchema(func(s *jsonschema.Schema) {
-		s.Properties["id"] = idSchema()
-	}))
-	r.Create = engine.Define[Fields, T](u, "create", engine.POST(r.Base), engine.InputSchema(func(s *jsonschema.Schema) {
-		writable(s, true)
-	}))
-	r.Update = engine.Define[Fields, T](u, "update", engine.PATCH(r.Base+"/:id"), engine.InputSchema(func(s *jsonschema.Schema) {
-		writable(s, false)
-		s.Properties["id"] = idSchema()
-		s.Required = []string{"id"}
-	}))
-	r.Remove = engine.Define[ID, engine.NoContent](u, "remove", engine.DELETE(r.Base+"/:id"), engine.InputSchema(func(s *jsonschema.Schema) {
-		s.Properties["id"] = idSchema()
-	}))
+		}))
+	r.Get = engine.Define[ID, T](u, "get", engine.GET(r.Base+"/:id"),
+		engine.Describe("The record at "+r.Base+" with this id, or NotFound."), engine.InputSchema(func(s *jsonschema.Schema) {
+			s.Properties["id"] = idSchema()
+		}))
+	r.Create = engine.Define[Fields, T](u, "create", engine.POST(r.Base),
+		engine.Describe("Create a record at "+r.Base+" from its fields."), engine.InputSchema(func(s *jsonschema.Schema) {
+			writable(s, true)
+		}))
+	r.Update = engine.Define[Fields, T](u, "update", engine.PATCH(r.Base+"/:id"),
+		engine.Describe("Change the fields given of the record at "+r.Base+" with this id."), engine.InputSchema(func(s *jsonschema.Schema) {
+			writable(s, false)
+			s.Properties["id"] = idSchema()
+			s.Required = []string{"id"}
+		}))
+	r.Remove = engine.Define[ID, engine.NoContent](u, "remove", engine.DELETE(r.Base+"/:id"),
+		engine.Describe("Remove the record at "+r.Base+" with this id."), engine.InputSchema(func(s *jsonschema.Schema) {
+			s.Properties["id"] = idSchema()
+		}))
 	return r
 }

@@ -54,12 +54,14 @@ type SearchOut struct {
 var DivideByZero = engine.NewCode[DivideByZeroData]("DivideByZero", http.StatusBadRequest)
 
 var (
-	Add    = engine.Define[AddIn, AddOut](Math, "add", engine.Public())
-	Square = engine.Define[SquareIn, SquareOut](Math, "square", engine.GET("/math/square/:n"), engine.Public())
-	Divide = engine.Define[DivideIn, DivideOut](Math, "divide", engine.Public(), engine.Errors(DivideByZero))
-	Echo   = engine.Define[map[string]any, map[string]any](Math, "echo", engine.POST("/math/echo/:id"), engine.Public(),
+	Add    = engine.Define[AddIn, AddOut](Math, "add", engine.Public(), engine.Describe("Add two numbers."))
+	Square = engine.Define[SquareIn, SquareOut](Math, "square", engine.GET("/math/square/:n"), engine.Public(), engine.Describe("Square a number."))
+	Divide = engine.Define[DivideIn, DivideOut](Math, "divide", engine.Public(), engine.Errors(DivideByZero),
+		engine.Describe("Divide a by b."))
+	Echo = engine.Define[map[string]any, map[string]any](Math, "echo", engine.POST("/math/echo/:id"), engine.Public(),
+		engine.Describe("Answer with the object received, which has an id."),
 		engine.InputSchema(func(s *jsonschema.Schema) { s.Required = []string{"id"} }))
-	Search = engine.Define[SearchIn, SearchOut](Math, "search", engine.GET("/math/search"), engine.Public())
+	Search = engine.Define[SearchIn, SearchOut](Math, "search", engine.GET("/math/search"), engine.Public(), engine.Describe("Answer with the query and limit received."))
 )
 
 func init() {
