@@ -39,6 +39,18 @@ type Resource struct {
 // ListLimit is how many records of each [Resource] a resources/list shows.
 const ListLimit = 100
 
+// CodeResourceNotFound is the JSON-RPC error code of a read of an unknown resource, or
+// of a record the caller may not see: -32002, as MCP's revisions up to 2025-11-25 name it
+// (a later revision moved it to -32602, invalid params, which the Go SDK now sends by
+// default; clients built for either read a not-found from it).
+const CodeResourceNotFound = -32002
+
+// notFound is the error of a resource read that finds nothing.
+func notFound(uri string) error {
+	data, _ := json.Marshal(map[string]string{"uri": uri})
+	return &jsonrpc.Error{Code: CodeResourceNotFound, Message: "Resource not found", Data: data}
+}
+
 // CodeDenied is the JSON-RPC error code of a resource read the app refused (a gate's
 // Unauthorized, Forbidden or RateLimited); its data is the envelope's error object.
 const CodeDenied = -32001
@@ -115,7 +127,7 @@ func (s *server) readResource(r Resource) sdk.ResourceHandler {
 		uri := req.Params.URI
 		id, ok := strings.CutPrefix(uri, r.prefix())
 		if !ok || id == "" || strings.Contains(id, "/") {
-			return nil, sdk.ResourceNotFoundError(uri)
+			return nil, notFound(uri)
 		}
 		in, _ := json.Marshal(map[string]string{"id": id})
 		out, err := s.app.Invoke(ctx, r.Get.Def().ID(), principalOf(ctx), in)
@@ -125,7 +137,7 @@ func (s *server) readResource(r Resource) sdk.ResourceHandler {
 			}
 			e := engine.AsError(err)
 			if e == nil || e.Code == engine.CodeNotFound {
-				return nil, sdk.ResourceNotFoundError(uri)
+				return nil, notFound(uri)
 			}
 			data, _ := json.Marshal(map[string]any{"code": e.Code, "data": e.Data})
 			return nil, &jsonrpc.Error{Code: CodeDenied, Message: "denied: " + e.Code, Data: data}

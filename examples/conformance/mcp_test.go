@@ -178,7 +178,7 @@ func TestMCPWithGoClient(t *testing.T) {
 		for _, u := range []string{uri, "engine://notes/no-such-note"} {
 			_, err = asCarol.ReadResource(ctx, &sdk.ReadResourceParams{URI: u})
 			var rpc *jsonrpc.Error
-			if !errors.As(err, &rpc) || rpc.Code != sdk.CodeResourceNotFound {
+			if !errors.As(err, &rpc) || rpc.Code != -32002 {
 				t.Errorf("carol reads %s: %v, want -32002 resource not found", u, err)
 			}
 		}
