@@ -163,13 +163,12 @@ func prepare(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions, stream 
 		if !ok {
 			return nil, fmt.Errorf("ai: agent %s: tool flow %s is not bound in this app", agent.name, name)
 		}
-		params, err := json.Marshal(def.InputSchema())
+		spec, err := toolSpec(fx.Context(), fx.App(), def)
 		if err != nil {
-			return nil, fmt.Errorf("ai: agent %s: schema of tool %s: %w", agent.name, name, err)
+			return nil, fmt.Errorf("ai: agent %s: %w", agent.name, err)
 		}
-		wire := wireName(name)
-		r.wireNames[wire] = name
-		r.tools = append(r.tools, ToolSpec{Name: wire, Description: def.Description(), Parameters: params})
+		r.wireNames[spec.Name] = name
+		r.tools = append(r.tools, spec)
 	}
 	r.addClientTools(in.tools)
 	// A durable run that streams creates its log's stream in the same journal write as
