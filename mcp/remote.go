@@ -139,7 +139,9 @@ func (r *Remote) Tools() ai.ToolSet {
 }
 
 // Flow returns the flow of the tool named name, or nil.
-func (r *Remote) Flow(name string) *engine.Flow[map[string]any, json.RawMessage] { return r.flows[name] }
+func (r *Remote) Flow(name string) *engine.Flow[map[string]any, json.RawMessage] {
+	return r.flows[name]
+}
 
 // ToolOption gives bind options (a gate, an approval) to remote tools: [Each] to
 // every one, [ForTool] to one.
