@@ -170,6 +170,14 @@ func (fx *Fx) SetMeta(key string, value any) {
 	st.meta[key] = value
 }
 
+// metaValue returns a member of the reply's meta, or nil.
+func (fx *Fx) metaValue(key string) any {
+	st := fx.state()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.meta[key]
+}
+
 func (fx *Fx) metaJSON() (json.RawMessage, error) {
 	st := fx.state()
 	st.mu.Lock()

@@ -346,7 +346,8 @@ func putBuf(b *[]byte) {
 // Invoke calls a bound flow in-process with a JSON input as principal p (nil for an
 // anonymous call): the same validation, gates and handler as over HTTP, without a
 // request. Agents call their tools through it. A failure is an *Error as a caller would
-// see it (internal detail is logged, not returned).
+// see it (internal detail is logged, not returned); a durable flow whose run parks
+// answers an [*AcceptedError] naming the run, as the 202 reply over HTTP does.
 func (a *App) Invoke(ctx context.Context, id string, p *Principal, input json.RawMessage) (json.RawMessage, error) {
 	b, ok := a.bindings[id]
 	if !ok {
@@ -383,6 +384,14 @@ func (a *App) invoke(ctx context.Context, b *binding, p *Principal, input json.R
 	}
 	out, err = b.call(fx, in)
 	if err != nil {
+		if errors.Is(err, ErrParked) {
+			// The call's durable run waits for a decision: the caller is told which, as
+			// the 202 reply over HTTP names it.
+			if id, ok := fx.metaValue("runId").(string); ok && id != "" {
+				return nil, &AcceptedError{RunID: id}
+			}
+			return nil, err
+		}
 		if e := a.publicError(ctx, b.def, err); e != nil {
 			return nil, e
 		}

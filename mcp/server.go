@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/durable"
@@ -121,7 +120,6 @@ func Serve(opts Options) engine.Option {
 	}
 	s := &server{opts: opts}
 	return engine.Options(
-		engine.Intercept(s.intercept),
 		engine.Validate(s.build),
 		engine.Handle(http.MethodPost, opts.Path, s.serve),
 	)
@@ -278,33 +276,6 @@ func isEmpty(s *jsonschema.Schema) bool {
 	return err == nil && (string(b) == "{}" || string(b) == "true")
 }
 
-// parkSlot receives the run id of a call whose durable run parked.
-type parkSlot struct {
-	mu    sync.Mutex
-	runID string
-}
-
-type parkSlotKey struct{}
-
-// intercept notes, for a tool call, the run a durable flow parked: the answer names it.
-func (s *server) intercept(def *engine.FlowDef, next engine.HandlerFunc) engine.HandlerFunc {
-	if !def.Durable() {
-		return next
-	}
-	return func(fx *engine.Fx, in any) (any, error) {
-		out, err := next(fx, in)
-		slot, _ := fx.Context().Value(parkSlotKey{}).(*parkSlot)
-		if slot != nil && errors.Is(err, engine.ErrParked) {
-			if run := durable.RunOf(fx); run != nil {
-				slot.mu.Lock()
-				slot.runID = run.ID
-				slot.mu.Unlock()
-			}
-		}
-		return out, err
-	}
-}
-
 // callTool runs flow def for a tools/call, as the caller.
 func (s *server) callTool(def *engine.FlowDef) sdk.ToolHandler {
 	wrap := def.OutputSchema() != nil && def.OutputSchema().Type != "object"
@@ -313,8 +284,7 @@ func (s *server) callTool(def *engine.FlowDef) sdk.ToolHandler {
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
-		slot := &parkSlot{}
-		out, err := s.app.Invoke(context.WithValue(ctx, parkSlotKey{}, slot), def.ID(), principalOf(ctx), args)
+		out, err := s.app.Invoke(ctx, def.ID(), principalOf(ctx), args)
 		if err != nil && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -322,10 +292,6 @@ func (s *server) callTool(def *engine.FlowDef) sdk.ToolHandler {
 		switch {
 		case errors.As(err, &acc):
 			return parked(acc.RunID), nil
-		case errors.Is(err, engine.ErrParked):
-			slot.mu.Lock()
-			defer slot.mu.Unlock()
-			return parked(slot.runID), nil
 		case err != nil:
 			return failed(err), nil
 		}
