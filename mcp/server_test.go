@@ -163,4 +163,3 @@ func text(res *sdk.CallToolResult) string {
 	}
 	return ""
 }
-
