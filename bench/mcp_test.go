@@ -22,7 +22,8 @@ import (
 // request as that client does at revision 2026-07-28 (raw-client: the server's share
 // alone). Subject and RPC alternate in batches of 64 serial calls, so both meet the same
 // machine load; x-rpc is MCP throughput as a fraction of RPC throughput (RPC time per
-// call ÷ MCP time per call; aim ≥ 0.8). Every reply is checked.
+// call ÷ MCP time per call; aim ≥ 0.8), x-rpc-cpu the same in process CPU time (client
+// and server both, from getrusage around each batch). Every reply is checked.
 func BenchmarkMCPToolCall(b *testing.B) {
 	app, err := engine.New(
 		engine.Bind(sumFlow, func(_ *engine.Fx, in sumIn) (sumOut, error) { return sum(in), nil }),
@@ -93,7 +94,7 @@ func alternate(b *testing.B, subject, baseline func()) {
 		baseline()
 	}
 	const batch = 64
-	var subjectNs, baselineNs time.Duration
+	var subjectNs, baselineNs, subjectCPU, baselineCPU time.Duration
 	calls := 0
 	b.ResetTimer()
 	for i := 0; calls < b.N; i++ {
@@ -101,23 +102,28 @@ func alternate(b *testing.B, subject, baseline func()) {
 		if i%2 == 1 {
 			first, second = baseline, subject
 		}
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuTime()
 		for range batch {
 			first()
 		}
-		t1 := time.Now()
+		t1, c1 := time.Now(), cpuTime()
 		for range batch {
 			second()
 		}
 		d1, d2 := t1.Sub(t0), time.Since(t1)
+		u1, u2 := c1-c0, cpuTime()-c1
 		if i%2 == 1 {
 			d1, d2 = d2, d1
+			u1, u2 = u2, u1
 		}
 		subjectNs, baselineNs = subjectNs+d1, baselineNs+d2
+		subjectCPU, baselineCPU = subjectCPU+u1, baselineCPU+u2
 		calls += batch
 	}
 	n := float64(calls)
 	b.ReportMetric(float64(subjectNs.Nanoseconds())/n, "mcp-ns/call")
 	b.ReportMetric(float64(baselineNs.Nanoseconds())/n, "rpc-ns/call")
 	b.ReportMetric(float64(baselineNs)/float64(subjectNs), "x-rpc")
+	b.ReportMetric(float64(subjectCPU.Nanoseconds())/n, "mcp-cpu-ns/call")
+	b.ReportMetric(float64(baselineCPU)/float64(subjectCPU), "x-rpc-cpu")
 }

@@ -265,8 +265,17 @@ func toolOf(def *engine.FlowDef) (*sdk.Tool, error) {
 				Required: []string{"result"}}
 		}
 	}
-	if _, err := json.Marshal(t); err != nil {
-		return nil, fmt.Errorf("mcp: tool %s: %w", def.ID(), err)
+	// Encoded once here: the SDK re-encodes a tool's input schema on every call (to look
+	// for header annotations), which costs far less from bytes than from a Schema value.
+	for _, sch := range []*any{&t.InputSchema, &t.OutputSchema} {
+		if *sch == nil {
+			continue
+		}
+		b, err := json.Marshal(*sch)
+		if err != nil {
+			return nil, fmt.Errorf("mcp: tool %s: %w", def.ID(), err)
+		}
+		*sch = json.RawMessage(b)
 	}
 	return t, nil
 }
