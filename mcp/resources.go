@@ -91,7 +91,8 @@ func (s *server) listResources(next sdk.MethodHandler) sdk.MethodHandler {
 		if method != "resources/list" {
 			return next(ctx, method, req)
 		}
-		res := &sdk.ListResourcesResult{Resources: []*sdk.Resource{}}
+		// Each caller lists what it may read: no cache may serve it to another.
+		res := &sdk.ListResourcesResult{Resources: []*sdk.Resource{}, Cacheable: sdk.Cacheable{CacheScope: "private"}}
 		p := principalOf(ctx)
 		for _, r := range s.opts.Resources {
 			out, err := s.app.Invoke(ctx, r.List.Def().ID(), p, json.RawMessage(fmt.Sprintf(`{"limit":%d}`, ListLimit)))
@@ -142,7 +143,8 @@ func (s *server) readResource(r Resource) sdk.ResourceHandler {
 			data, _ := json.Marshal(map[string]any{"code": e.Code, "data": e.Data})
 			return nil, &jsonrpc.Error{Code: CodeDenied, Message: "denied: " + e.Code, Data: data}
 		}
-		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(out)}}}, nil
+		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(out)}},
+			Cacheable: sdk.Cacheable{CacheScope: "private"}}, nil
 	}
 }
 

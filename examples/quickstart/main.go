@@ -1,7 +1,8 @@
 // Command quickstart is a small engine app that needs no set-up: flows over REST and RPC,
 // a durable agent on an embedded SQLite journal, a human-in-the-loop approval, and a
 // clock, a signal and a channel (elements.go). The
-// agent's model is an offline scripted one, so the quickstart links no provider SDK and
+// agent's model is an offline scripted one (structured.go asks it for a typed value; the
+// greeter's flows are also an MCP server's tools), so the quickstart links no provider SDK and
 // needs no key; examples/provider runs an agent on OpenAI or Anthropic.
 //
 //	go run ./examples/quickstart
@@ -32,6 +33,7 @@ import (
 	"github.com/bbc28f59/engine/examples/quickstart/contract"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/sqlite"
+	"github.com/bbc28f59/engine/mcp"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	_ "modernc.org/sqlite"
@@ -95,7 +97,8 @@ func newApp(dbPath string, logger *slog.Logger) (*engine.App, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	agent := ai.Agent("assistant", model(), ai.Tools(contract.Weather, contract.Transfer), 6)
+	offline := model()
+	agent := ai.Agent("assistant", offline, ai.Tools(contract.Weather, contract.Transfer), 6)
 
 	app, err := engine.New(
 		engine.WithLogger(logger),
@@ -125,6 +128,10 @@ func newApp(dbPath string, logger *slog.Logger) (*engine.App, func(), error) {
 			return ai.Stream(fx, agent, in.Message, out, ai.RunOptions{})
 		}),
 		elements(),
+		extract(offline), // structured output: structured.go
+		// The greeter's flows as the tools of an MCP server at /_engine/mcp (stateless
+		// streamable HTTP); any MCP client can list and call them.
+		mcp.Serve(mcp.Options{Tools: []mcp.Selector{mcp.Units(contract.Greeter)}}),
 	)
 	if err != nil {
 		_ = db.Close()
@@ -147,6 +154,9 @@ var (
 // offlineTurn answers like a tiny model: one tool call when the message asks for one,
 // then a sentence about the tool's result.
 func offlineTurn(req ai.Request) scripted.Turn {
+	if asksForJSON(req) {
+		return offlineJSON(req.Messages[0].Content)
+	}
 	last := req.Messages[len(req.Messages)-1]
 	if last.Role == ai.RoleTool {
 		return scripted.Turn{Text: "Done: " + last.Content, Delay: 20 * time.Millisecond}
@@ -179,6 +189,9 @@ Try:
   curl -X POST %[1]s/_engine/orders/place -d '"tea"'          # parks until paid: copy meta.runId (a durable run's id)
   curl -X POST %[1]s/_engine/orders/pay -d '"<meta.runId>"'   # the signal the order waits for
   curl %[1]s/_engine/runs/<meta.runId>                      # the order's state and result
+  curl -X POST %[1]s/_engine/extract/weather -d '{"text":"It is 21 degrees in Lisbon"}'  # structured output
+  curl -X POST %[1]s/_engine/mcp -H 'Accept: application/json, text/event-stream' \
+    -H 'Content-Type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'  # the MCP server
   go run ./examples/quickstart/client -url %[1]s             # the typed Go client
 `, base)
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/bbc28f59/engine/clientx"
 	"github.com/bbc28f59/engine/clientx/agent"
 	"github.com/bbc28f59/engine/examples/quickstart/contract"
+	"github.com/bbc28f59/engine/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestQuickstart runs what the quickstart prints: the flows through the typed client,
@@ -43,6 +45,23 @@ func TestQuickstart(t *testing.T) {
 	div := clientx.Call(ctx, c, contract.Divide, contract.DivideIn{A: 1, B: 0})
 	if data, ok := contract.DivideByZero.DataOf(div.Error); !ok || data.Dividend != 1 || div.Status != http.StatusBadRequest {
 		t.Fatalf("divide by zero: %+v", div)
+	}
+
+	if res := clientx.Call(ctx, c, ExtractWeather, WeatherIn{Text: "It is 21 degrees in Lisbon"}); res.Error != nil || res.Data != (Weather{City: "Lisbon", TempC: 21}) {
+		t.Fatalf("extract.weather: %+v", res)
+	}
+	if res := clientx.Call(ctx, c, ExtractWeather, WeatherIn{Text: "a nice day"}); res.Error == nil || res.Error.Code != "InvalidModelOutput" {
+		t.Fatalf("extract.weather of a text without a city: %+v", res)
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "quickstart-test", Version: "v1"}, nil).Connect(ctx,
+		&sdk.StreamableClientTransport{Endpoint: srv.URL + mcp.Path}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	hello, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "greeter.hello", Arguments: map[string]any{"name": "mcp"}})
+	if err != nil || hello.IsError || !strings.Contains(hello.Content[0].(*sdk.TextContent).Text, "Hello, mcp!") {
+		t.Fatalf("greeter.hello over MCP: %v %+v", err, hello)
 	}
 
 	weather := chat(t, srv.URL, "weather in Paris")
