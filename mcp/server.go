@@ -157,8 +157,7 @@ func (s *server) build(app *engine.App) error {
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: s.opts.Name, Version: s.opts.Version}, &sdk.ServerOptions{
 		Instructions:              s.opts.Instructions,
 		Logger:                    quiet(app.Logger()),
-		HasTools:                  true,
-		HasResources:              len(s.opts.Resources) > 0,
+		Capabilities:              capabilities(len(s.opts.Resources) > 0),
 		SupportedProtocolVersions: ProtocolVersions,
 	})
 	tools, err := s.selectTools(app)
@@ -184,6 +183,17 @@ func (s *server) build(app *engine.App) error {
 		DisableLocalhostProtection: true,
 	})
 	return nil
+}
+
+// capabilities are what the server offers: tools, and resources when it has some, with no
+// list-changed notifications (a stateless server cannot send them) and no logging (it has
+// no session to log to).
+func capabilities(resources bool) *sdk.ServerCapabilities {
+	c := &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}}
+	if resources {
+		c.Resources = &sdk.ResourceCapabilities{}
+	}
+	return c
 }
 
 // selectTools returns the flows the selectors pick, in the app's order.
