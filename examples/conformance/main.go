@@ -9,8 +9,10 @@
 // ENGINE_INSTANCE, ENGINE_TICK (how often jobs.tick runs), ENGINE_LEASE_TTL (how soon
 // another instance takes over a dead one's runs), ENGINE_APPROVAL_WAIT (how long an
 // approval waits, default 24h), ENGINE_TRANSFER_DELAY (how long tools.transfer waits after it moved the money,
-// for fault tests), ENGINE_BODY_TIMEOUT (default 10s) and ENGINE_TRUSTED_ORIGINS
-// (comma-separated origins whose pages may write to the app). It logs "listening on http://<addr>" when ready and shuts down
+// for fault tests), ENGINE_BODY_TIMEOUT (default 10s), ENGINE_TRUSTED_ORIGINS
+// (comma-separated origins whose pages may write to the app), and ENGINE_MCP=1 (the MCP
+// server at /_engine/mcp) with ENGINE_MCP_ALLOWED_HOSTS (host names it accepts besides
+// localhost on a loopback address). It logs "listening on http://<addr>" when ready and shuts down
 // gracefully on SIGINT or SIGTERM.
 package main
 
