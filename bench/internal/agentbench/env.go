@@ -233,58 +233,86 @@ func (e *Env) startApp(ctx context.Context, opts Options) error {
 // unloggedPrefix is where the [Unlogged] target's app is served.
 const unloggedPrefix = "/unlogged"
 
-// openDriver opens the journal driver the options name, on a fresh database (a temp
-// SQLite file in WAL mode, or tables with a random prefix dropped at Close).
+// openDriver opens the journal driver the options name, closed at [Env.Close].
 func (e *Env) openDriver(ctx context.Context, opts Options) (journal.Driver, error) {
-	switch opts.Driver {
+	d, closeDriver, err := OpenDriver(ctx, opts.Driver, opts.PostgresDSN)
+	if err != nil {
+		return nil, err
+	}
+	e.cleanup = append(e.cleanup, closeDriver)
+	return d, nil
+}
+
+// OpenDriver opens the journal driver named driver ([Memory], [SQLite] or [Postgres]) on
+// a fresh database: a temp SQLite file in WAL mode with the pool capped at 4, as the
+// SQLite driver advises, or tables with a random prefix on the Postgres server of
+// postgresDSN (default $ENGINE_TEST_POSTGRES_DSN, else [ErrNoPostgres]). The function it
+// returns closes the driver and removes the file or drops the tables.
+func OpenDriver(ctx context.Context, driver, postgresDSN string) (_ journal.Driver, _ func(), err error) {
+	var cleanup []func()
+	closeDriver := func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeDriver()
+		}
+	}()
+	switch driver {
 	case Memory:
-		return memory.New(), nil
+		return memory.New(), closeDriver, nil
 	case SQLite:
 		dir, err := os.MkdirTemp("", "agentbench-")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		e.cleanup = append(e.cleanup, func() { _ = os.RemoveAll(dir) })
+		cleanup = append(cleanup, func() { _ = os.RemoveAll(dir) })
 		dsn := "file:" + filepath.Join(dir, "journal.db") +
 			"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 		sqldb, err := sql.Open("sqlite", dsn)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		sqldb.SetMaxOpenConns(4) // as journal/drivers/sqlite advises
 		sqldb.SetMaxIdleConns(4)
 		db := bun.NewDB(sqldb, sqlitedialect.New())
-		e.cleanup = append(e.cleanup, func() { _ = db.Close() })
-		return sqlite.New(db, sqlite.Options{})
+		cleanup = append(cleanup, func() { _ = db.Close() })
+		d, err := sqlite.New(db, sqlite.Options{})
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, closeDriver, nil
 	case Postgres:
-		dsn := opts.PostgresDSN
+		dsn := postgresDSN
 		if dsn == "" {
 			dsn = os.Getenv(PostgresEnv)
 		}
 		if dsn == "" {
-			return nil, ErrNoPostgres
+			return nil, nil, ErrNoPostgres
 		}
 		pool, err := pgxpool.New(ctx, dsn)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		db := bun.NewDB(stdlib.OpenDBFromPool(pool), pgdialect.New())
-		e.cleanup = append(e.cleanup, func() { _ = db.Close(); pool.Close() })
+		cleanup = append(cleanup, func() { _ = db.Close(); pool.Close() })
 		prefix := "agentbench_" + randomHex(4) + "_"
 		d, err := postgres.New(db, postgres.Options{TablePrefix: prefix,
 			Listener: func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, dsn) }})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		e.cleanup = append(e.cleanup, func() {
+		cleanup = append(cleanup, func() {
 			_ = d.Close()
 			for _, t := range d.Tables() {
 				_, _ = db.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+t)
 			}
 		})
-		return d, nil
+		return d, closeDriver, nil
 	}
-	return nil, fmt.Errorf("agentbench: unknown driver %q (memory, sqlite or postgres)", opts.Driver)
+	return nil, nil, fmt.Errorf("agentbench: unknown driver %q (memory, sqlite or postgres)", driver)
 }
 
 // ErrNoPostgres is returned by [New] for the Postgres driver without a DSN.
