@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -70,6 +71,22 @@ type Options struct {
 	// so a follower reads the database, as it does on an instance other than the one that
 	// ran the run.
 	NoTail bool
+	// App, when its URL is set, measures an app of yours instead of the harness's own
+	// agent: the [App] target posts to its streaming route, and the raw baseline replays
+	// the frames of one of its streams. No journal or agent of the harness runs then.
+	App External
+}
+
+// External is an app's streaming route, called with POST.
+type External struct {
+	URL    string
+	Body   string      // the request body; default {"message":"go"}
+	Header http.Header // sent with every request (a bearer token, for instance)
+	// PID is the app's process, when it runs on this machine: its CPU time (from
+	// /proc/<pid>/stat) then counts in the app's CPU per frame, as the raw handler's
+	// counts in raw's, so the CPU ratio compares like with like. 0: CPU per frame of
+	// the app is not measured.
+	PID int
 }
 
 // Input is the body of the harness's chat flows.
@@ -130,6 +147,44 @@ type Env struct {
 	cleanup    []func()
 	raw        transcript // the frames of one streamed run, replayed by the raw handler
 	idle       transcript // the frames an idle run sends before it waits
+	app        External   // Options.App
+}
+
+// startExternal serves the raw baseline alone and captures one stream of the app's for
+// it to replay.
+func (e *Env) startExternal(ctx context.Context) error {
+	u, err := url.Parse(e.app.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("agentbench: app URL %q is not an http(s) URL", e.app.URL)
+	}
+	if e.app.Body == "" {
+		e.app.Body = `{"message":"go"}`
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /raw/stream", e.serveRawStream)
+	e.mux = mux
+	e.srv = httptest.NewUnstartedServer(mux)
+	e.srv.Listener = countingListener{Listener: e.srv.Listener, writes: &e.writes}
+	e.srv.Start()
+	e.cleanup = append(e.cleanup, e.srv.Close)
+	e.URL = e.srv.URL
+	e.client = &http.Client{Transport: &http.Transport{MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: time.Minute}}
+	e.cleanup = append(e.cleanup, e.client.CloseIdleConnections)
+	res, err := e.readStream(ctx, App, true)
+	if err != nil {
+		return fmt.Errorf("agentbench: capturing a stream of %s: %w", e.app.URL, err)
+	}
+	e.raw = res.frames
+	return nil
+}
+
+// Targets are the targets this harness measures, in the order tables show them: [Raw]
+// and [App] for an app of yours, else [Targets].
+func (e *Env) Targets() []Target {
+	if e.app.URL != "" {
+		return []Target{Raw, App}
+	}
+	return Targets
 }
 
 // New starts a harness. Close it when done.
@@ -146,12 +201,15 @@ func New(ctx context.Context, opts Options) (_ *Env, err error) {
 	if opts.SampleTime == 0 {
 		opts.SampleTime = 100 * time.Millisecond
 	}
-	e := &Env{Driver: opts.Driver, Deltas: opts.Deltas, pace: opts.Pace, sampleTime: opts.SampleTime}
+	e := &Env{Driver: opts.Driver, Deltas: opts.Deltas, pace: opts.Pace, sampleTime: opts.SampleTime, app: opts.App}
 	defer func() {
 		if err != nil {
 			e.Close()
 		}
 	}()
+	if e.app.URL != "" {
+		return e, e.startExternal(ctx)
+	}
 	d, err := e.openDriver(ctx, opts)
 	if err != nil {
 		return nil, err

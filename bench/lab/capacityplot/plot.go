@@ -1,4 +1,4 @@
-// Package capacityplot draws the capacity benchmark's figures (bench/internal/capacity)
+// Package capacityplot draws the capacity benchmark's figures (bench/capacity)
 // with gonum/plot: token-delay p99 against concurrent conversations, and server memory per
 // conversation, one line per target. It lives in the lab module so the SDK's go.mod does
 // not carry a plotting library.
@@ -17,7 +17,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/bbc28f59/engine/bench/internal/capacity"
+	"github.com/bbc28f59/engine/bench/capacity"
 )
 
 // Files are the plots [Save] writes, by name.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bbc28f59/engine/bench/internal/capacity"
+	"github.com/bbc28f59/engine/bench/capacity"
 )
 
 // TestMain lets the test binary serve the ramp's target, as the capacity command does.

@@ -13,7 +13,7 @@
 //	go run ./cmd/capacity -targets raw,sqlite-durable -budget 1m
 //	go run ./cmd/capacity -url http://127.0.0.1:8080/chat \
 //	    -header 'Authorization: Bearer …' -body '{"message":{{message}}}' -pid 12345
-//	go run ./cmd/capacity -plot out/capacity.json           # redraw the plots of a run
+//	go run ./cmd/capacity -from out/capacity.json           # the table and plots of a saved run
 //	go run ./cmd/capacity -pg-ceiling                       # Postgres commits and NOTIFY ceilings
 //
 // bench/README.md ("Capacity") explains the figures and the guide for your own app.
@@ -34,7 +34,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bbc28f59/engine/bench/internal/capacity"
+	"github.com/bbc28f59/engine/bench/capacity"
 	"github.com/bbc28f59/engine/bench/lab/capacityplot"
 )
 
@@ -68,6 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		targets, out, label string
 		replot              string
 		pgCeiling           bool
+		priority            int
 		hdr                 = headers{}
 	)
 	fs := flag.NewFlagSet("capacity", flag.ContinueOnError)
@@ -97,10 +98,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.PID, "pid", 0, "with -url: the app's process id, for server CPU and memory")
 	fs.StringVar(&out, "out", "capacity-out", "directory for capacity.json, levels.csv and the plots")
 	fs.StringVar(&label, "label", "", "what is measured, shown on the table and plots (default: git describe)")
-	fs.StringVar(&replot, "plot", "", "draw the plots of this capacity.json into -out and exit")
+	fs.StringVar(&replot, "from", "", "print the table of this capacity.json, draw its plots into -out, and exit")
 	fs.BoolVar(&pgCeiling, "pg-ceiling", false, "measure the Postgres server's commit and NOTIFY ceilings and connection budget instead")
+	fs.IntVar(&priority, "nice", 0, "run the benchmark (client and servers) at this niceness, e.g. -10 on a shared machine (negative needs root)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if priority != 0 {
+		if err := capacity.SetPriority(priority); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
 	}
 	if len(hdr) > 0 {
 		o.Endpoint.Header = http.Header(hdr)
@@ -185,7 +193,7 @@ func write(rep capacity.Report, out string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// redraw draws the plots of a saved report.
+// redraw prints the table of a saved report and draws its plots.
 func redraw(path, out string, stdout, stderr io.Writer) int {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -201,12 +209,16 @@ func redraw(path, out string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "capacity:", err)
 		return 2
 	}
+	if err := capacity.WriteTable(stdout, rep); err != nil {
+		fmt.Fprintln(stderr, "capacity:", err)
+		return 2
+	}
 	paths, err := capacityplot.Save(rep, out)
 	if err != nil {
 		fmt.Fprintln(stderr, "capacity:", err)
 		return 2
 	}
-	fmt.Fprintln(stdout, strings.Join(paths, "\n"))
+	fmt.Fprintln(stderr, "wrote", strings.Join(paths, ", "))
 	return 0
 }
 
@@ -219,7 +231,20 @@ func describe() string {
 	return strings.TrimSpace(string(b))
 }
 
+// ceiling measures the Postgres server's ceilings (see capacity.PostgresCeiling).
 func ceiling(ctx context.Context, dsn string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "capacity: -pg-ceiling is not built yet")
-	return 2
+	if dsn == "" {
+		fmt.Fprintln(stderr, "capacity: -pg-ceiling needs a Postgres server: -dsn or $ENGINE_TEST_POSTGRES_DSN")
+		return 2
+	}
+	c, err := capacity.PostgresCeiling(ctx, dsn, 3*time.Second)
+	if err != nil {
+		fmt.Fprintln(stderr, "capacity: the ceilings could not be measured, so there are no figures:", err)
+		return 2
+	}
+	if err := capacity.WriteCeiling(stdout, c); err != nil {
+		fmt.Fprintln(stderr, "capacity:", err)
+		return 2
+	}
+	return 0
 }

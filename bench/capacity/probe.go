@@ -3,7 +3,6 @@ package capacity
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/bbc28f59/engine/bench/internal/agentbench"
 )
 
 // Probe reads a server's figures between measurements. Any reader may be nil: the
@@ -40,6 +41,7 @@ type Snapshot struct {
 	Heap       uint64        // HeapInuse+StackInuse, bytes
 	Goroutines int
 	Commits    int64
+	Backends   int // connections to the target's own database (Postgres)
 	HasCPU     bool
 	HasHeap    bool
 	HasCommits bool
@@ -60,7 +62,7 @@ func (p Probe) Commits() string {
 func (p Probe) Read(ctx context.Context, gc bool) (Snapshot, error) {
 	s := Snapshot{At: time.Now()}
 	if p.PID > 0 {
-		cpu, rss, err := procStat(p.PID)
+		cpu, rss, err := agentbench.ProcessStat(p.PID)
 		if err != nil {
 			return s, err
 		}
@@ -77,48 +79,13 @@ func (p Probe) Read(ctx context.Context, gc bool) (Snapshot, error) {
 		}
 	}
 	if p.Database != "" {
-		n, err := xactCommit(ctx, p.PostgresDSN, p.Database)
+		n, backends, err := xactCommit(ctx, p.PostgresDSN, p.Database)
 		if err != nil {
 			return s, err
 		}
-		s.Commits, s.HasCommits = n, true
+		s.Commits, s.Backends, s.HasCommits = n, backends, true
 	}
 	return s, nil
-}
-
-// procStat reads a process's CPU time (utime+stime of /proc/<pid>/stat, in clock ticks
-// of 1/100 s, Linux's USER_HZ) and resident memory (VmRSS of /proc/<pid>/status).
-func procStat(pid int) (cpu time.Duration, rss uint64, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, fmt.Errorf("capacity: server process %d: %w", pid, err)
-	}
-	// The command name (field 2) may hold spaces: the fields that follow start after its ')'.
-	rest := string(b[strings.LastIndexByte(string(b), ')')+2:])
-	f := strings.Fields(rest)
-	if len(f) < 13 {
-		return 0, 0, fmt.Errorf("capacity: /proc/%d/stat: too few fields", pid)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
-	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, 0, fmt.Errorf("capacity: /proc/%d/stat: %w", pid, err)
-	}
-	cpu = time.Duration(utime+stime) * (time.Second / 100)
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	for line := range strings.Lines(string(status)) {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				return 0, 0, fmt.Errorf("capacity: VmRSS %q: %w", v, err)
-			}
-			return cpu, kb << 10, nil
-		}
-	}
-	return 0, 0, fmt.Errorf("capacity: /proc/%d/status has no VmRSS", pid)
 }
 
 func serverStats(ctx context.Context, url string, gc bool) (ServerStats, error) {
@@ -141,15 +108,41 @@ func serverStats(ctx context.Context, url string, gc bool) (ServerStats, error) 
 	return st, json.NewDecoder(resp.Body).Decode(&st)
 }
 
-func xactCommit(ctx context.Context, dsn, database string) (int64, error) {
+// xactCommit reads the commits of database and the connections to it.
+func xactCommit(ctx context.Context, dsn, database string) (commits int64, backends int, err error) {
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer conn.Close(ctx)
-	var n int64
-	err = conn.QueryRow(ctx, "SELECT xact_commit FROM pg_stat_database WHERE datname = $1", database).Scan(&n)
-	return n, err
+	err = conn.QueryRow(ctx, "SELECT xact_commit, numbackends FROM pg_stat_database WHERE datname = $1", database).Scan(&commits, &backends)
+	return commits, backends, err
+}
+
+// machineBusy is the CPU time all of the machine's cores spent busy so far (the
+// first line of /proc/stat: all but idle and iowait), or -1 when it cannot be read.
+func machineBusy() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return -1
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return -1
+	}
+	var busy int64
+	for i, v := range f[1:] {
+		if i == 3 || i == 4 || i >= 8 { // idle, iowait; guest time is already in user
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return -1
+		}
+		busy += n
+	}
+	return time.Duration(busy) * (time.Second / 100)
 }
 
 // selfCPU is this process's user+system CPU time: the load client's.

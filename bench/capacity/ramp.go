@@ -107,16 +107,21 @@ type Level struct {
 	Approvals     int64    `json:"approvals"`    // approvals given in the window
 	Errors        int64    `json:"errors"`       // failed conversations over the whole level
 	ErrorText     []string `json:"errorText,omitempty"`
-	ServerCores   Figure   `json:"serverCores"`      // server CPU seconds per second
-	CPUPerToken   Figure   `json:"cpuPerTokenUs"`    // server CPU µs per token
-	ClientCores   Figure   `json:"clientCores"`      // the load client's CPU seconds per second
-	RSS           Figure   `json:"rssBytes"`         // server resident memory at the window's end
-	Heap          Figure   `json:"heapBytes"`        // server HeapInuse+StackInuse at the window's end
-	RSSPerConv    Figure   `json:"rssPerConvBytes"`  // (RSS − the idle server's) ÷ conversations
-	HeapPerConv   Figure   `json:"heapPerConvBytes"` // the same for heap+stack
-	CommitsPerSec Figure   `json:"commitsPerSec"`
-	Load          Figure   `json:"load"` // 1-minute load average at the window's end
-	OK            bool     `json:"ok"`   // p99 within the threshold and no error
+	ServerCores   Figure   `json:"serverCores"`   // server CPU seconds per second
+	CPUPerToken   Figure   `json:"cpuPerTokenUs"` // server CPU µs per token
+	ClientCores   Figure   `json:"clientCores"`   // the load client's CPU seconds per second
+	// OtherCores is the machine's busy CPU seconds per second less the server's and the
+	// client's: what everything else took (neighbours on a shared machine, and a
+	// database server's own processes).
+	OtherCores    Figure `json:"otherCores"`
+	RSS           Figure `json:"rssBytes"`         // server resident memory at the window's end
+	Heap          Figure `json:"heapBytes"`        // server HeapInuse+StackInuse at the window's end
+	RSSPerConv    Figure `json:"rssPerConvBytes"`  // (RSS − the idle server's) ÷ conversations
+	HeapPerConv   Figure `json:"heapPerConvBytes"` // the same for heap+stack
+	CommitsPerSec Figure `json:"commitsPerSec"`
+	DBConnections Figure `json:"dbConnections"` // the server's connections to its Postgres database at the window's end
+	Load          Figure `json:"load"`          // 1-minute load average at the window's end
+	OK            bool   `json:"ok"`            // p99 within the threshold and no error
 	// Windows is 2 when the level failed on delay alone in its first window and was
 	// measured once more; its figures are then the better window's.
 	Windows int `json:"windows"`
@@ -181,6 +186,9 @@ func RunRamp(ctx context.Context, ep Endpoint, probe Probe, opts RampOptions) (R
 		}
 		if time.Now().After(deadline) {
 			r.Stop = fmt.Sprintf("budget of %s spent", opts.Budget)
+			if bad > 0 {
+				r.Stop += fmt.Sprintf("; the knee lies between %d and %d", good, bad)
+			}
 			break
 		}
 		lv, err := ld.level(ctx, n, probe, base)
@@ -342,12 +350,12 @@ func (ld *loader) window(ctx context.Context, n int, probe Probe, base Snapshot,
 	if err != nil {
 		return Level{}, err
 	}
-	c0 := selfCPU()
+	c0, m0 := selfCPU(), machineBusy()
 	if sleepUntil(ctx, time.Now().Add(ld.opts.Window)) != nil {
 		return Level{}, ctx.Err()
 	}
 	s := ld.take()
-	c1 := selfCPU()
+	c1, m1 := selfCPU(), machineBusy()
 	s1, err := probe.Read(ctx, false)
 	if err != nil {
 		return Level{}, err
@@ -370,12 +378,14 @@ func (ld *loader) window(ctx context.Context, n int, probe Probe, base Snapshot,
 	lv.FollowP99, lv.StartP99 = quantile(s.follow, 0.99), quantile(s.starts, 0.99)
 	cpu := (s1.CPU - s0.CPU).Seconds()
 	lv.ServerCores = nan(s1.HasCPU, cpu/secs)
+	lv.OtherCores = nan(s1.HasCPU && m0 >= 0 && m1 >= 0, ((m1-m0).Seconds()-cpu-(c1-c0).Seconds())/secs)
 	lv.CPUPerToken = nan(s1.HasCPU && s.tokens > 0, cpu/float64(s.tokens)*1e6)
 	lv.RSS = nan(s1.HasCPU, float64(s1.RSS))
 	lv.RSSPerConv = nan(s1.HasCPU, (float64(s1.RSS)-float64(base.RSS))/float64(n))
 	lv.Heap = nan(s1.HasHeap, float64(s1.Heap))
 	lv.HeapPerConv = nan(s1.HasHeap, (float64(s1.Heap)-float64(base.Heap))/float64(n))
 	lv.CommitsPerSec = nan(s1.HasCommits, float64(s1.Commits-s0.Commits)/secs)
+	lv.DBConnections = nan(probe.Database != "", float64(s1.Backends))
 	if len(lv.ErrorText) > 5 {
 		lv.ErrorText = lv.ErrorText[:5]
 	}

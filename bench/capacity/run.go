@@ -3,11 +3,15 @@ package capacity
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -82,10 +86,14 @@ type Report struct {
 	CPUs       int           `json:"cpus"`
 	LoadBefore float64       `json:"loadBefore"`
 	LoadAfter  float64       `json:"loadAfter"`
-	Pace       Pace          `json:"pace"`
-	ToolShare  float64       `json:"toolShare"`
-	Threshold  time.Duration `json:"thresholdNs"`
-	Results    []Result      `json:"results"`
+	// Nice is the scheduling niceness of the benchmark's autogroup (Linux groups a
+	// session's processes; the target servers are in the load client's), as set with
+	// [SetPriority]: against neighbours in other sessions only the group's niceness counts.
+	Nice      int           `json:"nice"`
+	Pace      Pace          `json:"pace"`
+	ToolShare float64       `json:"toolShare"`
+	Threshold time.Duration `json:"thresholdNs"`
+	Results   []Result      `json:"results"`
 }
 
 // Run measures every target in turn, each on a fresh server process (and a fresh one
@@ -125,7 +133,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	if progress == nil {
 		progress = func(string, string) {}
 	}
-	rep := Report{Started: time.Now(), Go: runtime.Version(), CPUs: runtime.NumCPU(), LoadBefore: LoadAverage(),
+	rep := Report{Started: time.Now(), Go: runtime.Version(), CPUs: runtime.NumCPU(), LoadBefore: LoadAverage(), Nice: niceness(),
 		Pace: opts.Ramp.Pace, ToolShare: opts.Ramp.ToolShare, Threshold: opts.Ramp.Threshold}
 	if opts.Endpoint.URL != "" {
 		rep.Results = append(rep.Results, runEndpoint(ctx, opts, progress))
@@ -141,6 +149,37 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	}
 	rep.Elapsed, rep.LoadAfter = time.Since(rep.Started), LoadAverage()
 	return rep, ctx.Err()
+}
+
+// niceness is the nice value of this process's autogroup (/proc/self/autogroup), or of
+// the process where autogroups are off.
+func niceness() int {
+	if b, err := os.ReadFile("/proc/self/autogroup"); err == nil {
+		if _, v, ok := strings.Cut(strings.TrimSpace(string(b)), " nice "); ok {
+			if n, err := strconv.Atoi(v); err == nil {
+				return n
+			}
+		}
+	}
+	prio, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
+	if err != nil {
+		return 0
+	}
+	return 20 - prio // the kernel's getpriority returns 20 − nice
+}
+
+// SetPriority sets the niceness of this process's autogroup (on Linux, the scheduler
+// shares the CPU between sessions first, so a process's own nice value does not count
+// against a neighbour's build in another session) and of the process. The target
+// servers started afterwards are in the same group. A negative value needs root.
+func SetPriority(nice int) error {
+	if err := os.WriteFile("/proc/self/autogroup", []byte(strconv.Itoa(nice)), 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("capacity: setting the autogroup's nice to %d: %w", nice, err)
+	}
+	if err := syscall.Setpriority(syscall.PRIO_PROCESS, 0, nice); err != nil {
+		return fmt.Errorf("capacity: setting the nice value to %d: %w", nice, err)
+	}
+	return nil
 }
 
 // runEndpoint measures an app of the user's.
