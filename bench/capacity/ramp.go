@@ -59,7 +59,7 @@ func (o *RampOptions) defaults() error {
 	if o.ToolShare == 0 {
 		o.ToolShare = 0.2
 	}
-	o.ToolShare = min(max(o.ToolShare, 0), 1)
+	o.ToolShare = min(o.ToolShare, 1) // negative stays negative: none, and defaults can run again
 	if o.Threshold == 0 {
 		o.Threshold = 50 * time.Millisecond
 	}

@@ -134,7 +134,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 		progress = func(string, string) {}
 	}
 	rep := Report{Started: time.Now(), Go: runtime.Version(), CPUs: runtime.NumCPU(), LoadBefore: LoadAverage(), Nice: niceness(),
-		Pace: opts.Ramp.Pace, ToolShare: opts.Ramp.ToolShare, Threshold: opts.Ramp.Threshold}
+		Pace: opts.Ramp.Pace, ToolShare: max(0, opts.Ramp.ToolShare), Threshold: opts.Ramp.Threshold}
 	if opts.Endpoint.URL != "" {
 		rep.Results = append(rep.Results, runEndpoint(ctx, opts, progress))
 	}

@@ -28,7 +28,6 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -43,20 +42,6 @@ type config struct {
 	app                             agentbench.External
 }
 
-// headers is a repeatable -header flag.
-type headers http.Header
-
-func (h headers) String() string { return fmt.Sprint(http.Header(h)) }
-
-func (h headers) Set(v string) error {
-	name, value, ok := strings.Cut(v, ":")
-	if !ok || strings.TrimSpace(name) == "" {
-		return fmt.Errorf("want 'Name: value', got %q", v)
-	}
-	http.Header(h).Add(strings.TrimSpace(name), strings.TrimSpace(value))
-	return nil
-}
-
 func main() {
 	var c config
 	flag.IntVar(&c.n, "n", 16, "concurrent runs per batch")
@@ -69,7 +54,7 @@ func main() {
 	flag.BoolVar(&c.noTail, "no-tail", false, "turn off the journal's in-process follow tail (as on an instance that did not run the runs)")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured rounds to this file")
 	flag.StringVar(&c.heapProfile, "heapprofile", "", "write a heap profile per target while its idle streams are open, to this prefix + -<target>.pprof")
-	hdr := headers{}
+	hdr := agentbench.HeaderFlag{}
 	flag.StringVar(&c.app.URL, "url", "", "measure your app's streaming route (POST) instead of the harness's agent")
 	flag.StringVar(&c.app.Body, "body", `{"message":"go"}`, "with -url: the request body")
 	flag.Var(hdr, "header", "with -url: a request header 'Name: value' (repeatable)")
@@ -189,7 +174,13 @@ func printTable(out io.Writer, c config, e *agentbench.Env, sum []agentbench.Sum
 	if c.app.URL != "" {
 		fmt.Fprintf(out, "agentbench: N=%d concurrent streams of %s (%d frames in the captured stream, replayed by raw), %d rounds of %s per target (medians); %s, GOMAXPROCS=%d\n",
 			c.n, c.app.URL, e.FramesPerRun(), c.rounds, c.sample, runtime.Version(), runtime.GOMAXPROCS(0))
-		fmt.Fprintln(out, "app: allocations, bytes and writes are counted in this process only, so they are shown for raw alone; CPU per frame needs -pid")
+		note := "app: allocations, bytes and writes are counted in this process only, so they are shown for raw alone"
+		if c.app.PID == 0 {
+			note += "; CPU per frame needs -pid"
+		} else {
+			note += fmt.Sprintf("; the app's CPU is read from process %d", c.app.PID)
+		}
+		fmt.Fprintln(out, note)
 		fmt.Fprintln(out)
 	} else {
 		fmt.Fprintf(out, "agentbench: N=%d concurrent runs × M=%d deltas (%d frames a run), pace %s, %s journal, %d rounds of %s per target (medians); %s, GOMAXPROCS=%d\n\n",

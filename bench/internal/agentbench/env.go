@@ -162,6 +162,17 @@ func (e *Env) startExternal(ctx context.Context) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /raw/stream", e.serveRawStream)
+	e.serve(mux)
+	res, err := e.readStream(ctx, App, true)
+	if err != nil {
+		return fmt.Errorf("agentbench: capturing a stream of %s: %w", e.app.URL, err)
+	}
+	e.raw = res.frames
+	return nil
+}
+
+// serve starts the loopback server of mux, counting its writes, and the client.
+func (e *Env) serve(mux *http.ServeMux) {
 	e.mux = mux
 	e.srv = httptest.NewUnstartedServer(mux)
 	e.srv.Listener = countingListener{Listener: e.srv.Listener, writes: &e.writes}
@@ -170,11 +181,21 @@ func (e *Env) startExternal(ctx context.Context) error {
 	e.URL = e.srv.URL
 	e.client = &http.Client{Transport: &http.Transport{MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: time.Minute}}
 	e.cleanup = append(e.cleanup, e.client.CloseIdleConnections)
-	res, err := e.readStream(ctx, App, true)
-	if err != nil {
-		return fmt.Errorf("agentbench: capturing a stream of %s: %w", e.app.URL, err)
+}
+
+// HeaderFlag is a repeatable command-line flag of request headers, "Name: value" each.
+type HeaderFlag http.Header
+
+// String lists the headers.
+func (h HeaderFlag) String() string { return fmt.Sprint(http.Header(h)) }
+
+// Set adds one "Name: value".
+func (h HeaderFlag) Set(v string) error {
+	name, value, ok := strings.Cut(v, ":")
+	if !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("want 'Name: value', got %q", v)
 	}
-	e.raw = res.frames
+	http.Header(h).Add(strings.TrimSpace(name), strings.TrimSpace(value))
 	return nil
 }
 
@@ -230,14 +251,7 @@ func New(ctx context.Context, opts Options) (_ *Env, err error) {
 	mux.HandleFunc("POST /raw/idle", e.serveRawIdle)
 	mux.Handle(unloggedPrefix+"/", http.StripPrefix(unloggedPrefix, e.Unlogged.Handler()))
 	mux.Handle("/", e.App.Handler())
-	e.mux = mux
-	e.srv = httptest.NewUnstartedServer(mux)
-	e.srv.Listener = countingListener{Listener: e.srv.Listener, writes: &e.writes}
-	e.srv.Start()
-	e.cleanup = append(e.cleanup, e.srv.Close)
-	e.URL = e.srv.URL
-	e.client = &http.Client{Transport: &http.Transport{MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: time.Minute}}
-	e.cleanup = append(e.cleanup, e.client.CloseIdleConnections)
+	e.serve(mux)
 	if err := e.capture(ctx); err != nil {
 		return nil, err
 	}

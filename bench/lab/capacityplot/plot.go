@@ -38,7 +38,8 @@ func Save(rep capacity.Report, dir string) ([]string, error) {
 }
 
 // Delay plots each target's token-delay p99 against its concurrent conversations, on a
-// log scale, with the threshold the knee is read at.
+// log scale, with the threshold the knee is read at. The legend sits below the lines,
+// in room the axis leaves for it.
 func Delay(rep capacity.Report) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = "Token delay p99 against concurrent conversations" + label(rep)
@@ -46,35 +47,53 @@ func Delay(rep capacity.Report) *plot.Plot {
 	p.Y.Label.Text = "token delay p99 (ms, log scale)"
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Legend.Top, p.Legend.Left = true, true
-	var maxX float64
+	p.Legend.Top, p.Legend.Left = false, false
+	maxX, minY, maxY := 1.0, math.Inf(1), 0.0
 	lines(p, rep, func(l capacity.Level) float64 {
-		maxX = math.Max(maxX, float64(l.Conversations))
-		return math.Max(0.1, float64(l.DelayP99)) // a log scale has no zero
+		v := math.Max(0.1, float64(l.DelayP99)) // a log scale has no zero
+		maxX, minY, maxY = math.Max(maxX, float64(l.Conversations)), math.Min(minY, v), math.Max(maxY, v)
+		return v
 	})
-	if thr := float64(rep.Threshold) / 1e6; thr > 0 {
+	thr := float64(rep.Threshold) / 1e6
+	if thr > 0 {
 		fn := plotter.NewFunction(func(float64) float64 { return thr })
 		fn.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
 		fn.Color = color.Gray{Y: 96}
 		p.Add(fn)
 		p.Legend.Add(fmt.Sprintf("threshold %g ms", thr), fn)
-		p.X.Min, p.X.Max = 0, math.Max(maxX, 1)
+		maxY = math.Max(maxY, thr)
 	}
+	if maxY > 0 {
+		// Two decades below the lowest line leave the legend room under the lines.
+		p.Y.Min, p.Y.Max = math.Max(0.01, minY/100), maxY*1.5
+	}
+	p.X.Min, p.X.Max = 0, maxX*1.05
 	p.Add(plotter.NewGrid())
 	return p
 }
 
 // Memory plots each target's growth of server resident memory per open conversation
-// (over the server before the ramp) against its concurrent conversations.
+// (over the server before the ramp) against its concurrent conversations. The legend
+// sits above the lines, in room the axis leaves for it.
 func Memory(rep capacity.Report) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = "Server memory per conversation (resident growth ÷ conversations)" + label(rep)
 	p.X.Label.Text = "concurrent conversations"
 	p.Y.Label.Text = "KiB per conversation"
 	p.Legend.Top = true
-	lines(p, rep, func(l capacity.Level) float64 { return float64(l.RSSPerConv) / 1024 })
+	maxY := 0.0
+	lines(p, rep, func(l capacity.Level) float64 {
+		v := float64(l.RSSPerConv) / 1024
+		if !math.IsNaN(v) {
+			maxY = math.Max(maxY, v)
+		}
+		return v
+	})
 	p.Add(plotter.NewGrid())
 	p.Y.Min = 0
+	if maxY > 0 {
+		p.Y.Max = maxY * 1.7
+	}
 	return p
 }
 

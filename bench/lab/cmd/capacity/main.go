@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/bbc28f59/engine/bench/capacity"
+	"github.com/bbc28f59/engine/bench/internal/agentbench"
 	"github.com/bbc28f59/engine/bench/lab/capacityplot"
 )
 
@@ -46,20 +47,6 @@ func main() {
 	os.Exit(code)
 }
 
-// headers is a repeatable -header flag.
-type headers http.Header
-
-func (h headers) String() string { return fmt.Sprint(http.Header(h)) }
-
-func (h headers) Set(v string) error {
-	name, value, ok := strings.Cut(v, ":")
-	if !ok || strings.TrimSpace(name) == "" {
-		return fmt.Errorf("want 'Name: value', got %q", v)
-	}
-	http.Header(h).Add(strings.TrimSpace(name), strings.TrimSpace(value))
-	return nil
-}
-
 // run is the command: it returns the exit status (0; 1 when a target could not be
 // measured; 2 when nothing was, which prints only why).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -69,7 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		replot              string
 		pgCeiling           bool
 		priority            int
-		hdr                 = headers{}
+		hdr                 = agentbench.HeaderFlag{}
 	)
 	fs := flag.NewFlagSet("capacity", flag.ContinueOnError)
 	fs.SetOutput(stderr)
