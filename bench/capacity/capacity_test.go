@@ -44,7 +44,7 @@ func TestRampFindsTheKnee(t *testing.T) {
 		t.Fatalf("raw: %s %s", r.Error, r.IdleError)
 	}
 	if r.Ramp.Bounded || len(r.Ramp.Levels) < 2 {
-		t.Fatalf("no level failed: %+v", r.Ramp)
+		t.Fatalf("no level failed: %d levels, knee %d, stop %q", len(r.Ramp.Levels), r.Ramp.Knee, r.Ramp.Stop)
 	}
 	if r.Ramp.Knee >= 64 {
 		t.Fatalf("knee %d: the slow server held more than it can stream", r.Ramp.Knee)
