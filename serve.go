@@ -57,6 +57,9 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.SetPathValue(name, vals[i])
 	}
 	if t.extra != nil {
+		if _, ok := a.authenticate(w, r, nil); !ok {
+			return
+		}
 		t.extra.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), appKey{}, a)))
 		return
 	}
@@ -81,6 +84,9 @@ func (a *App) serveEngine(w http.ResponseWriter, r *http.Request, rest string) {
 			a.writeError(w, r, nil, NotFound("no route %s %s", r.Method, r.URL.Path))
 			return
 		}
+		if _, ok := a.authenticate(w, r, nil); !ok {
+			return
+		}
 		r.SetPathValue(g.param, v)
 		g.h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), appKey{}, a)))
 		return
@@ -102,19 +108,11 @@ func (a *App) serveEngine(w http.ResponseWriter, r *http.Request, rest string) {
 func (a *App) serveFlow(w http.ResponseWriter, r *http.Request, b *binding, rest bool) {
 	fx := a.newFx(r.Context(), b.def, r)
 	defer a.recoverPanic(w, r, b.def)
-	if a.auth != nil {
-		p, err := a.auth.Authenticate(r)
-		if err != nil {
-			// An invalid token on a public flow is the caller's problem only when the flow
-			// needs a principal; public flows run anonymously.
-			if !b.def.public {
-				a.writeError(w, r, b.def, err)
-				return
-			}
-		} else {
-			fx.principal = p
-		}
+	p, ok := a.authenticate(w, r, b.def)
+	if !ok {
+		return
 	}
+	fx.principal = p
 	raw, err := a.readInput(w, r, b, rest)
 	if err != nil {
 		a.writeError(w, r, b.def, err)
@@ -135,6 +133,28 @@ func (a *App) serveFlow(w http.ResponseWriter, r *http.Request, b *binding, rest
 		return
 	}
 	a.writeOutput(w, r, fx, b.def, out)
+}
+
+// authenticate runs the app's authenticator for a request a route is about to serve, and
+// is the one place where credentials are judged: a request that presents credentials the
+// authenticator refuses (an invalid or expired bearer token) gets the refusal, 401
+// Unauthorized, on every route (gated and public flows, mounted routes, the engine's read
+// routes) before the route looks at anything else, so that a client refreshes its token
+// and retries instead of being served as someone anonymous (an approval answering "no
+// approval is waiting"). A request without credentials goes on with no principal, and
+// each route answers it as it would. Only a [TokenEndpoint] flow (def; nil for a route
+// that is no flow) is not looked at. The descriptor and the 404 and 405 replies read no
+// credentials either: they are the same for every caller.
+func (a *App) authenticate(w http.ResponseWriter, r *http.Request, def *FlowDef) (*Principal, bool) {
+	if a.auth == nil || (def != nil && def.tokenEnd) {
+		return nil, true
+	}
+	p, err := a.auth.Authenticate(r)
+	if err != nil {
+		a.writeError(w, r, def, err)
+		return nil, false
+	}
+	return p, true
 }
 
 // writeParked answers a durable call that parked awaiting a decision: 202 Accepted, no

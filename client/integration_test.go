@@ -33,13 +33,17 @@ func TestTypeScriptClient(t *testing.T) {
 	}
 	run(t, nil, "node", "node_modules/typescript/bin/tsc", "-p", "tsconfig.json")
 
-	url := startApp(t)
+	model := fakeModel(t)
+	url := startApp(t, model)
+	// A second instance whose access tokens last a second, for the tests of what an
+	// expired token gets (test/expiry.test.mjs).
+	shortTokens := startApp(t, model, "ENGINE_ACCESS_TTL=1s")
 	checkDescriptor(t, url)
 	gen := filepath.Join("test", "gen")
 	if err := tsgen.Add(context.Background(), http.DefaultClient, url, gen, os.Stderr); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"ENGINE_URL=" + url}
+	env := []string{"ENGINE_URL=" + url, "ENGINE_SHORT_TOKENS_URL=" + shortTokens}
 	t.Run("types", func(t *testing.T) { run(t, env, "node", "node_modules/typescript/bin/tsc", "-p", "test/tsconfig.json") })
 	t.Run("node", func(t *testing.T) { run(t, env, "node", "--test", "--test-concurrency=1", "test/") })
 	t.Run("size", func(t *testing.T) { run(t, env, "node", "scripts/size.mjs") })
@@ -136,13 +140,15 @@ func fakeModel(t *testing.T) string {
 	return srv.URL()
 }
 
-func startApp(t *testing.T) string {
+// startApp starts a process of the reference app on a database of its own, talking to
+// the fake model, with env added to its environment.
+func startApp(t *testing.T, model string, env ...string) string {
 	t.Helper()
 	bin := testenv.Build(t, "../examples/conformance")
-	return testenv.StartProcess(t, bin, testenv.ProcessOptions{Ready: 90 * time.Second, Env: []string{
+	return testenv.StartProcess(t, bin, testenv.ProcessOptions{Ready: 90 * time.Second, Env: append([]string{
 		"ENGINE_JOURNAL=sqlite:" + filepath.Join(t.TempDir(), "app.db"),
-		"ENGINE_MODEL_BASE_URL=" + fakeModel(t),
+		"ENGINE_MODEL_BASE_URL=" + model,
 		"ENGINE_MODEL_API_KEY=test",
 		"ENGINE_JWT_KEY=typescript-client-test-key-0123456789abcdef",
-	}}).URL
+	}, env...)}).URL
 }

@@ -64,13 +64,13 @@ func nonEmpty(fields ...string) engine.FlowOption {
 var (
 	// SignUpEmail creates a user and signs it in: POST /auth/sign-up/email.
 	SignUpEmail = engine.Define[Credentials, TokenSet](AuthUnit, "signUpEmail",
-		engine.POST("/auth/sign-up/email"), engine.Public(), nonEmpty("email", "password"))
+		engine.POST("/auth/sign-up/email"), engine.TokenEndpoint(), nonEmpty("email", "password"))
 	// SignInEmail checks an email and password: POST /auth/sign-in/email.
 	SignInEmail = engine.Define[Credentials, TokenSet](AuthUnit, "signInEmail",
-		engine.POST("/auth/sign-in/email"), engine.Public(), nonEmpty("email", "password"))
+		engine.POST("/auth/sign-in/email"), engine.TokenEndpoint(), nonEmpty("email", "password"))
 	// Refresh rotates a refresh token into a new token set: POST /auth/refresh.
 	Refresh = engine.Define[RefreshInput, TokenSet](AuthUnit, "refresh",
-		engine.POST("/auth/refresh"), engine.Public(), nonEmpty("refreshToken"))
+		engine.POST("/auth/refresh"), engine.TokenEndpoint(), nonEmpty("refreshToken"))
 	// Me returns the caller: GET /auth/me.
 	Me = engine.Define[MeInput, engine.Principal](AuthUnit, "me", engine.GET("/auth/me"))
 	// SignOut revokes a session's refresh tokens: POST /auth/sign-out (204).
@@ -304,20 +304,38 @@ func (a *Auth) Option(opts ...engine.BindOption) engine.Option {
 // (signature with the key named by kid, HS256 only, issuer, audience, and the times exp,
 // iat and nbf, each of which must be a JSON number) and returns the
 // principal its claims carry, without touching the database.
+//
+// A request without an Authorization header is anonymous. Any other Authorization is
+// refused with Unauthorized and a WWW-Authenticate challenge as RFC 6750 words it:
+// Bearer error="invalid_token" for a token that fails verification (expired, tampered,
+// signed with an unknown key), Bearer error="invalid_request" for an empty one, and a
+// bare Bearer for another scheme. The app answers that refusal on every route, public
+// ones included (see [engine.Authenticator]), so a client with an expired token
+// refreshes it and retries.
 func (a *Auth) Authenticate(r *http.Request) (*engine.Principal, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		return nil, nil
 	}
 	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-		return nil, engine.Unauthorized()
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return nil, challenge("Bearer")
 	}
-	p, err := a.codec.parse(strings.TrimSpace(tok))
+	tok = strings.TrimSpace(tok)
+	if tok == "" {
+		return nil, challenge(`Bearer error="invalid_request"`)
+	}
+	p, err := a.codec.parse(tok)
 	if err != nil {
-		return nil, engine.Unauthorized().WithCause(err)
+		return nil, challenge(`Bearer error="invalid_token"`).WithCause(err)
 	}
 	return p, nil
+}
+
+// challenge is the Unauthorized answer to refused credentials, with the
+// WWW-Authenticate header that tells the client what was wrong.
+func challenge(wwwAuthenticate string) *engine.Error {
+	return engine.Unauthorized().WithHeader("WWW-Authenticate", wwwAuthenticate)
 }
 
 // AccessToken issues an access token for p, for tests and for services acting as a user.

@@ -179,6 +179,13 @@ func TestExpiredAccessTokenRefreshesOnce(t *testing.T) {
 	if now.AccessToken == ts.AccessToken || now.RefreshToken == ts.RefreshToken {
 		t.Fatal("session was not updated by the refresh")
 	}
+	// The token endpoints do not read the stale token a client still sends with them.
+	if status, _, env := h.post(t, "/auth/sign-in/email", signInBody("alice@example.com", pw), "Authorization", "Bearer "+ts.AccessToken); status != 200 {
+		t.Fatalf("sign-in with an expired token attached: %d %v", status, env)
+	}
+	if status, _, env := h.post(t, "/auth/refresh", `{"refreshToken":"`+now.RefreshToken+`"}`, "Authorization", "Bearer "+ts.AccessToken); status != 200 {
+		t.Fatalf("refresh with an expired token attached: %d %v", status, env)
+	}
 }
 
 func TestRejectedTokens(t *testing.T) {
@@ -263,9 +270,12 @@ func TestRejectedTokens(t *testing.T) {
 		{"scopes a string", with("scopes", "admin")},
 		{"garbage", "not.a.token"},
 	} {
-		status, _, env := h.raw(t, "t.echo", tc.token, `{}`)
+		status, rh, env := h.raw(t, "t.echo", tc.token, `{}`)
 		if status != http.StatusUnauthorized || errorJSON(t, env) != `{"code":"Unauthorized","data":{}}` {
 			t.Errorf("%s: %d %v", tc.name, status, env)
+		}
+		if got := rh.Get("WWW-Authenticate"); got != `Bearer error="invalid_token"` {
+			t.Errorf("%s: WWW-Authenticate %q", tc.name, got)
 		}
 	}
 	for _, tc := range []struct{ name, token string }{
@@ -281,10 +291,15 @@ func TestRejectedTokens(t *testing.T) {
 			t.Errorf("%s: %d %v", tc.name, status, env)
 		}
 	}
-	// A public flow runs anonymously with a bad token rather than failing.
-	status, _, env := h.raw(t, "t.whoami", tampered, `{}`)
+	// A public flow refuses a bad token too, so that a client refreshes it rather than
+	// being served as anonymous; without a token it runs anonymously.
+	status, rh, env := h.raw(t, "t.whoami", tampered, `{}`)
+	if status != 401 || errorJSON(t, env) != `{"code":"Unauthorized","data":{}}` || rh.Get("WWW-Authenticate") != `Bearer error="invalid_token"` {
+		t.Errorf("public flow with a bad token: %d %v %v", status, rh, env)
+	}
+	status, _, env = h.raw(t, "t.whoami", "", `{}`)
 	if status != 200 || env["data"].(map[string]any)["text"] != "anonymous" {
-		t.Errorf("public flow with a bad token: %d %v", status, env)
+		t.Errorf("public flow without a token: %d %v", status, env)
 	}
 	status, _, env = h.raw(t, "t.whoami", good, `{}`)
 	if status != 200 || env["data"].(map[string]any)["text"] != "alice@example.com" {
