@@ -101,6 +101,14 @@ type AuthConfig struct {
 	// RefreshTTL is the refresh-token lifetime, renewed on every rotation (default 30
 	// days).
 	RefreshTTL time.Duration
+	// RefreshReuseGrace is how long after a refresh token was rotated another use of it
+	// is taken for the same client racing itself (two tabs refreshing at once, a retry
+	// whose reply was lost) rather than for theft: that use is refused with Unauthorized
+	// as always, but the token's family is not revoked, so the tokens the winner got stay
+	// good and the user stays signed in. A use after the grace revokes the family
+	// (theft detection). Default 10 seconds, the kind of window Auth0 and Okta offer; a
+	// negative value turns the grace off, so that every reuse revokes.
+	RefreshReuseGrace time.Duration
 	// Hash sets the argon2id cost of new password hashes (default DefaultHashParams).
 	Hash HashParams
 	// Hashing bounds how many password hashes run at once; see [HashBound].
@@ -160,6 +168,9 @@ type AuthConfig struct {
 	FailuresPerEmail Limiter
 }
 
+// DefaultRefreshReuseGrace is the default of [AuthConfig.RefreshReuseGrace].
+const DefaultRefreshReuseGrace = 10 * time.Second
+
 // Default sign-in limits of [AuthConfig].
 var (
 	// DefaultAttemptsPerIP is 30 sign-in or sign-up attempts a minute per client IP.
@@ -171,9 +182,10 @@ var (
 
 // Auth is bearer-token authentication with email sign-in: short-lived HS256 JWT access
 // tokens carrying the principal, and opaque refresh tokens stored as SHA-256 hashes,
-// rotated on every use. Presenting an already used refresh token revokes its whole
-// family (every token descended from the same sign-in), which ends a stolen session the
-// moment either party uses a stale token. Install it with [Auth.Option].
+// rotated on every use. Presenting an already used refresh token is refused, and once
+// [AuthConfig.RefreshReuseGrace] has passed since its rotation it revokes the token's
+// whole family (every token descended from the same sign-in), which ends a stolen session
+// the moment either party uses a stale token. Install it with [Auth.Option].
 type Auth struct {
 	cfg      AuthConfig
 	codec    *tokenCodec
@@ -182,6 +194,8 @@ type Auth struct {
 
 	dummyOnce sync.Once
 	dummy     string // a hash to verify against for unknown emails, so timing tells nothing
+
+	rotateHook func() // tests: runs in Rotate between reading the token and spending it
 }
 
 // NewAuth validates cfg and returns the authenticator and auth unit.
@@ -203,6 +217,12 @@ func NewAuth(cfg AuthConfig) (*Auth, error) {
 	}
 	if cfg.RefreshTTL == 0 {
 		cfg.RefreshTTL = 30 * 24 * time.Hour
+	}
+	switch {
+	case cfg.RefreshReuseGrace == 0:
+		cfg.RefreshReuseGrace = DefaultRefreshReuseGrace
+	case cfg.RefreshReuseGrace < 0:
+		cfg.RefreshReuseGrace = 0
 	}
 	if cfg.Hash == (HashParams{}) {
 		cfg.Hash = DefaultHashParams
