@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/clientx/auth"
 	"github.com/bbc28f59/engine/vault"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/uptrace/bun"
@@ -36,15 +37,10 @@ type SignOutInput struct {
 	RefreshToken string `json:"refreshToken,omitempty"` // a token of the session to end
 }
 
-// TokenSet is what sign-up, sign-in and refresh return; clientx/auth's MemorySession
-// stores it as is.
-type TokenSet struct {
-	AccessToken  string    `json:"accessToken"`  // the bearer token of every call
-	RefreshToken string    `json:"refreshToken"` // for auth.refresh, once
-	TokenType    string    `json:"tokenType"`    // always "Bearer"
-	ExpiresIn    int64     `json:"expiresIn"`    // seconds until the access token expires
-	ExpiresAt    time.Time `json:"expiresAt"`    // when it expires (RFC 3339)
-}
+// TokenSet is what sign-up, sign-in and refresh return. It is clientx/auth's TokenSet
+// (an alias, so the type lives on the client side, which links no server code):
+// a session stores the flows' output as it is.
+type TokenSet = auth.TokenSet
 
 // MeInput is the input of auth.me: empty, since the caller is the token's principal.
 type MeInput struct{}

@@ -149,12 +149,7 @@ func TestExpiredAccessTokenRefreshesOnce(t *testing.T) {
 	h := setup(t)
 	sess := clientauth.NewMemorySession()
 	ts := h.signIn(t, "alice@example.com")
-	var set clientauth.TokenSet
-	b, _ := json.Marshal(ts)
-	if err := json.Unmarshal(b, &set); err != nil {
-		t.Fatal(err)
-	}
-	sess.Set(set)
+	sess.Set(ts) // gate.TokenSet is clientx/auth's: no conversion
 	var refreshes atomic.Int32
 	c := h.client(t, clientx.WithClientAuth(func(c *clientx.Client) clientx.Auth {
 		return clientx.Auth{GetToken: sess.GetToken, Refresh: func(ctx context.Context) error {
