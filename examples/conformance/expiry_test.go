@@ -115,7 +115,7 @@ func TestAnExpiredTokenIsRefreshedAndTheApprovalLands(t *testing.T) {
 		t.Fatalf("the session refreshed %d times, want once", n)
 	}
 	var text strings.Builder
-	for f, err := range agent.Follow(ctx, agent.FollowURL(app.URL, fin.RunID), agent.FollowOptions{Auth: &clientx.Auth{GetToken: session.GetToken}}) {
+	for f, err := range agent.Follow(ctx, c, fin.RunID, agent.FollowOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
