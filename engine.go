@@ -29,6 +29,7 @@ type App struct {
 	durableWrap func(def *FlowDef, next HandlerFunc) HandlerFunc // set by package durable
 	descriptor  []byte
 	descOnce    sync.Once
+	tsFiles     tsFiles // /_engine/client.d.ts and client.js, built on first request
 	lifecycleMu sync.Mutex
 	started     bool
 	extraRoutes []extraRoute

@@ -26,9 +26,10 @@ type Responder interface {
 	Respond(fx *Fx, w http.ResponseWriter, r *http.Request)
 }
 
-// Handler returns the app as an http.Handler: REST triggers, RPC under /_engine/, and the
-// descriptor at /_engine/client.json. It works under a prefix (http.StripPrefix) and
-// behind any middleware.
+// Handler returns the app as an http.Handler: REST triggers, RPC under /_engine/, the
+// descriptor at /_engine/client.json and the TypeScript files generated from it at
+// /_engine/client.d.ts and /_engine/client.js. It works under a prefix (http.StripPrefix)
+// and behind any middleware.
 func (a *App) Handler() http.Handler { return a }
 
 // ServeHTTP implements http.Handler.
@@ -67,13 +68,18 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *App) serveEngine(w http.ResponseWriter, r *http.Request, rest string) {
-	if rest == "client.json" {
+	switch rest {
+	case "client.json", "client.d.ts", "client.js":
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			a.writeError(w, r, nil, NewError(CodeMethodNotAllowed, map[string]any{"message": "the descriptor is read with GET"}))
+			a.writeError(w, r, nil, NewError(CodeMethodNotAllowed, map[string]any{"message": "/_engine/" + rest + " is read with GET"}))
 			return
 		}
-		a.serveDescriptor(w, r)
+		if rest == "client.json" {
+			a.serveDescriptor(w, r)
+		} else {
+			a.serveTypeScript(w, r, rest)
+		}
 		return
 	}
 	unit, flow, ok := strings.Cut(rest, "/")
