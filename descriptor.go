@@ -36,18 +36,23 @@ type DescriptorUnit struct {
 
 // DescriptorFlow is a flow in the [Descriptor].
 type DescriptorFlow struct {
-	Name        string                     `json:"name"`
-	ID          string                     `json:"id"`
-	Description string                     `json:"description,omitempty"`
-	RPC         string                     `json:"rpc"`
-	Trigger     *Route                     `json:"trigger"`
-	Public      bool                       `json:"public"`
-	Gated       bool                       `json:"gated"`
-	Durable     bool                       `json:"durable"`
-	Input       *jsonschema.Schema         `json:"input"`
-	Output      *jsonschema.Schema         `json:"output"`
-	Errors      map[string]DescriptorError `json:"errors"`
-	Tags        map[string]any             `json:"tags,omitempty"`
+	Name        string             `json:"name"`
+	ID          string             `json:"id"`
+	Description string             `json:"description,omitempty"`
+	RPC         string             `json:"rpc"`
+	Trigger     *Route             `json:"trigger"`
+	Public      bool               `json:"public"`
+	Gated       bool               `json:"gated"`
+	Durable     bool               `json:"durable"`
+	Input       *jsonschema.Schema `json:"input"`
+	Output      *jsonschema.Schema `json:"output"`
+	// Stream marks a streaming flow ([DefineStream]): Output describes its event stream,
+	// Events the JSON of each event, Result what its handler returns.
+	Stream bool                       `json:"stream,omitempty"`
+	Events *jsonschema.Schema         `json:"events,omitempty"`
+	Result *jsonschema.Schema         `json:"result,omitempty"`
+	Errors map[string]DescriptorError `json:"errors"`
+	Tags   map[string]any             `json:"tags,omitempty"`
 }
 
 // DescriptorError is a declared error code in the [Descriptor].
@@ -76,8 +81,11 @@ func (a *App) Descriptor() Descriptor {
 			Name: def.name, ID: def.ID(), Description: def.descr,
 			RPC:     RPCPrefix + def.unit + "/" + def.name,
 			Trigger: def.route, Public: def.public, Gated: !def.public || b.tags["gate"] != nil, Durable: def.durable,
-			Input: def.inSchema, Output: def.outSchema,
+			Input: def.inSchema, Output: def.outSchema, Stream: def.stream,
 			Errors: map[string]DescriptorError{}, Tags: b.tags,
+		}
+		if def.stream {
+			f.Events, f.Result = def.evSchema, def.resultSchema
 		}
 		for _, e := range def.errors {
 			s, err := schemaFor(e.DataType())

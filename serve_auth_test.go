@@ -10,7 +10,6 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
-	"github.com/bbc28f59/engine/internal/ext"
 	"github.com/bbc28f59/engine/internal/testenv"
 )
 
@@ -37,14 +36,19 @@ func authRoutes(t *testing.T) (*httptest.Server, *atomic.Int32) {
 		}
 		return appOut{Said: "anonymous"}, nil
 	}
-	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	route := func(fx *engine.Fx, w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		engine.WriteData(fx, w, r, appOut{Said: "route"})
+	}
+	plain := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		runs.Add(1)
 		_, _ = w.Write([]byte(`{"data":{"said":"route"},"error":null}`))
 	})
 	app, err := engine.New(engine.WithLogger(discardLogger()), engine.WithAuthenticator(tokenAuth{}),
 		engine.Bind(public, who), engine.Bind(gated, who), engine.Bind(token, who),
-		engine.Mount(http.MethodGet, "/au/mounted/:id", route),
-		ext.MountEngine("aur", "id", route))
+		engine.Handle(http.MethodGet, "/au/handled/:id", route),
+		engine.Handle(http.MethodGet, "/_engine/aur/:id", route),
+		engine.Mount(http.MethodGet, "/au/plain/:id", plain))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,9 +58,10 @@ func authRoutes(t *testing.T) (*httptest.Server, *atomic.Int32) {
 }
 
 // A request that presents a token the authenticator refuses is 401 Unauthorized, with
-// the authenticator's WWW-Authenticate challenge, on every route, public flows and
-// mounted routes included, and nothing runs; only a token endpoint does not read it. The
-// same requests without a token get each route's usual answer.
+// the authenticator's WWW-Authenticate challenge, on every flow, public ones included,
+// and every route mounted with Handle, and nothing runs. A token endpoint does not read
+// the token, nor does a plain handler mounted with Mount, which may take credentials of
+// its own. The same requests without a token get each route's usual answer.
 func TestARefusedTokenIsUnauthorizedOnEveryRoute(t *testing.T) {
 	t.Parallel()
 	srv, runs := authRoutes(t)
@@ -68,9 +73,10 @@ func TestARefusedTokenIsUnauthorizedOnEveryRoute(t *testing.T) {
 		{"public flow over RPC", "POST", "/_engine/au/public", 200, true},
 		{"public flow over REST", "POST", "/au/public", 200, true},
 		{"gated flow", "POST", "/_engine/au/gated", 401, true},
-		{"mounted route", "GET", "/au/mounted/1", 200, true},
-		{"read route under /_engine/", "GET", "/_engine/aur/1", 200, true},
+		{"Handle route", "GET", "/au/handled/1", 200, true},
+		{"Handle route under /_engine/", "GET", "/_engine/aur/1", 200, true},
 		{"token endpoint", "POST", "/_engine/au/token", 200, false},
+		{"plain Mount route", "GET", "/au/plain/1", 200, false},
 	}
 	for _, c := range cases {
 		for _, token := range []string{"", "Bearer expired", "Basic dXNlcjpwdw=="} {

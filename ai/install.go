@@ -8,7 +8,6 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/durable"
-	"github.com/bbc28f59/engine/internal/ext"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -113,7 +112,7 @@ func Install(opts Options) engine.Option {
 			}
 			return Decided{OK: true}, nil
 		}),
-		engine.Mount(http.MethodGet, FollowPath, followHandler{}),
+		engine.Handle(http.MethodGet, FollowPath, serveFollow),
 		engine.Validate(func(app *engine.App) error {
 			if !opts.PublicApprovals {
 				warnPublicApprovals(app)
@@ -135,7 +134,7 @@ func Install(opts Options) engine.Option {
 // run's stream) approve the call.
 func warnPublicApprovals(app *engine.App) {
 	for _, def := range app.Flows() {
-		if _, ok := approvalKey.Flow(app, def.ID()); !ok || !def.Public() || ext.HasGates(app, def.ID()) {
+		if _, ok := approvalKey.Flow(app, def.ID()); !ok || !def.Public() || app.HasGates(def.ID()) {
 			continue
 		}
 		app.Logger().Warn("ai: tool "+def.ID()+" needs approval but is public with no gate: anyone who holds one of its interrupt ids can approve it. Gate the tool (for example gate.Scopes) or, for a demo without sign-in, set ai.Options.PublicApprovals",
