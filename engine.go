@@ -97,8 +97,9 @@ func WithMaxBodyBytes(n int64) Option {
 // Authenticator turns a request's credentials into a principal. It returns (nil, nil)
 // when the request carries no credentials, and an error (usually [Unauthorized], with a
 // WWW-Authenticate header set by [Error.WithHeader]) when they are present but invalid or
-// expired. The app answers that error on every route, public flows and mounted routes
-// included, except the flows declared [TokenEndpoint]. The gate package provides one.
+// expired. The app answers that error on every flow, public ones included, but those
+// declared [TokenEndpoint], and on every route mounted with [Handle]. The gate package
+// provides one.
 type Authenticator interface {
 	Authenticate(r *http.Request) (*Principal, error)
 }

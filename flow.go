@@ -267,7 +267,7 @@ func Errors(specs ...ErrorSpec) FlowOption {
 
 // Public marks a flow that needs no authentication. Flows are gated by default. A public
 // flow called with credentials the app's authenticator refuses (an expired access token)
-// still answers 401 Unauthorized, as every route does, so that the client refreshes and
+// still answers 401 Unauthorized, as a gated flow does, so that the client refreshes and
 // retries rather than running the call anonymously; without credentials it runs
 // anonymously.
 func Public() FlowOption {
