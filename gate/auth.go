@@ -325,9 +325,9 @@ func (a *Auth) Option(opts ...engine.BindOption) engine.Option {
 // refused with Unauthorized and a WWW-Authenticate challenge as RFC 6750 words it:
 // Bearer error="invalid_token" for a token that fails verification (expired, tampered,
 // signed with an unknown key), Bearer error="invalid_request" for an empty one, and a
-// bare Bearer for another scheme. The app answers that refusal on every route, public
-// ones included (see [engine.Authenticator]), so a client with an expired token
-// refreshes it and retries.
+// bare Bearer for another scheme. The app answers that refusal on every flow, public
+// ones included, and every engine.Handle route (see [engine.Authenticator]), so a client
+// with an expired token refreshes it and retries.
 func (a *Auth) Authenticate(r *http.Request) (*engine.Principal, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {

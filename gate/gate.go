@@ -22,8 +22,9 @@
 //
 // Sign-up, sign-in and refresh are token endpoints ([engine.TokenEndpoint]): they do not
 // read the Authorization header, so the expired access token a client still sends does
-// not refuse them. Every other route answers a refused token with Unauthorized and a
-// WWW-Authenticate challenge, public flows included ([Auth.Authenticate]).
+// not refuse them. Every other flow, public ones included, and every engine.Handle route
+// answer a refused token with Unauthorized and a WWW-Authenticate challenge
+// ([Auth.Authenticate]).
 //
 // Sign-up is bound only when the app opts in ([AuthConfig.PublicSignUp]). Sign-in is
 // limited per client IP and per email ([AuthConfig.AttemptsPerIP],
