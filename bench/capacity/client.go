@@ -141,7 +141,7 @@ func (r *recorder) fail(err error) {
 type client struct {
 	ep     Endpoint
 	http   *http.Client
-	api    *clientx.Client // the approval route, with the endpoint's headers
+	api    *clientx.Client // the approval and follow routes, with the endpoint's headers
 	stamps bool
 }
 
@@ -242,8 +242,7 @@ func (c *client) follow(ctx context.Context, st *streamState) error {
 		return errors.New("capacity: a parked run without a RUN_STARTED run id")
 	}
 	st.finished, st.paceStart = false, time.Time{}
-	opts := agent.FollowOptions{Doer: c.http, Header: c.ep.Header, LastEventID: st.lastID}
-	for fr, err := range agent.Follow(ctx, agent.FollowURL(c.ep.APIBase, st.runID), opts) {
+	for fr, err := range agent.Follow(ctx, c.api, st.runID, agent.FollowOptions{LastEventID: st.lastID}) {
 		if err != nil {
 			return err
 		}

@@ -169,8 +169,8 @@ type (
 
 var (
 	unit       = engine.NewUnit("capacity")
-	chatFlow   = engine.Define[ChatIn, *ai.AgentRun](unit, "chat", engine.POST(ChatPath), engine.Public())
-	chatDur    = engine.Define[ChatIn, *ai.AgentRun](unit, "chatDurable", engine.POST(ChatPath), engine.Public(), engine.Durable())
+	chatFlow   = engine.DefineStream[ChatIn, agui.Event, agui.RunOutput](unit, "chat", engine.POST(ChatPath), engine.Public())
+	chatDur    = engine.DefineStream[ChatIn, agui.Event, agui.RunOutput](unit, "chatDurable", engine.POST(ChatPath), engine.Public(), engine.Durable())
 	lookupFlow = engine.Define[LookupIn, LookupOut](unit, "lookup", engine.Public(), engine.Describe("Look something up."))
 )
 
@@ -202,16 +202,16 @@ func newApp(ctx context.Context, cfg ServerConfig) (*engine.App, func(), error) 
 	} else if cfg.Durable {
 		return nil, nil, errors.New("capacity: a durable flow needs a journal")
 	}
-	agent := ai.Agent("chat", ai.Model("capacity", NewModel(), "paced-1"), []string{lookupFlow.ID()}, 0)
-	run := func(fx *engine.Fx, in ChatIn) (*ai.AgentRun, error) {
-		return ai.Run(fx, agent, in.Message, ai.RunOptions{Stream: true})
+	agent := ai.Agent("chat", ai.Model("capacity", NewModel(), "paced-1"), ai.Tools(lookupFlow), 0)
+	run := func(fx *engine.Fx, in ChatIn, out *engine.Stream[agui.Event]) (agui.RunOutput, error) {
+		return ai.Stream(fx, agent, in.Message, out, ai.RunOptions{})
 	}
 	lookup := func(_ *engine.Fx, in LookupIn) (LookupOut, error) { return LookupOut{Answer: "found " + in.Query}, nil }
 	if cfg.Durable {
-		opts = append(opts, engine.Bind(chatDur, run),
+		opts = append(opts, engine.BindStream(chatDur, run),
 			engine.Bind(lookupFlow, lookup, ai.Approval(func(LookupIn) bool { return true })))
 	} else {
-		opts = append(opts, engine.Bind(chatFlow, run), engine.Bind(lookupFlow, lookup))
+		opts = append(opts, engine.BindStream(chatFlow, run), engine.Bind(lookupFlow, lookup))
 	}
 	app, err := engine.New(opts...)
 	if err != nil {
