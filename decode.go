@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/bbc28f59/engine/internal/validate"
 )
 
 // Validator is implemented by input types with checks beyond their JSON Schema. A
@@ -177,18 +179,44 @@ func hasType(s *jsonschema.Schema, t string) bool {
 	return false
 }
 
+// compileInput prepares the validator of a flow's input schema when the flow is bound.
+func compileInput(id string, s *jsonschema.Schema) (*validate.Validator, error) {
+	v, err := validate.Compile(s)
+	if err != nil {
+		return nil, fmt.Errorf("input schema of %s: %w", id, err)
+	}
+	return v, nil
+}
+
 // decodeInput validates raw against the flow's input schema (compiled into check when the
 // flow was bound), collecting every field-level issue, then decodes it into in and runs
 // its Validate method.
-func decodeInput(raw []byte, in any, def *FlowDef, check *inputValidator) error {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		if def.inSchema != nil && hasType(def.inSchema, "object") {
-			raw = []byte("{}")
-		} else {
-			raw = []byte("null")
-		}
+func decodeInput(raw []byte, in any, def *FlowDef, check *validate.Validator) error {
+	if err := decodeChecked(inputOrEmpty(raw, def), in, check); err != nil {
+		return err
 	}
+	if v := validatorOf(in); v != nil {
+		return asValidation(v.Validate())
+	}
+	return nil
+}
+
+// inputOrEmpty trims raw; an empty input is the empty object for an object schema, and
+// null otherwise.
+func inputOrEmpty(raw []byte, def *FlowDef) []byte {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 {
+		return raw
+	}
+	if def.inSchema != nil && hasType(def.inSchema, "object") {
+		return []byte("{}")
+	}
+	return []byte("null")
+}
+
+// decodeChecked decodes raw as a JSON value (numbers as written), collects every issue
+// the schema finds in it, and only then decodes it into in.
+func decodeChecked(raw []byte, in any, check *validate.Validator) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var generic any
@@ -198,7 +226,11 @@ func decodeInput(raw []byte, in any, def *FlowDef, check *inputValidator) error 
 	if _, err := dec.Token(); err != io.EOF {
 		return Invalid(ValidationIssue{Message: "malformed JSON: unexpected data after the input value"})
 	}
-	if issues := check.validate(generic); len(issues) > 0 {
+	if found := check.Validate(generic); len(found) > 0 {
+		issues := make([]ValidationIssue, len(found))
+		for i, is := range found {
+			issues[i] = ValidationIssue(is)
+		}
 		return Invalid(issues...)
 	}
 	if err := json.Unmarshal(raw, in); err != nil {
@@ -207,9 +239,6 @@ func decodeInput(raw []byte, in any, def *FlowDef, check *inputValidator) error 
 			return Invalid(ValidationIssue{Path: te.Field, Message: "expected " + te.Type.String() + ", got " + te.Value})
 		}
 		return Invalid(ValidationIssue{Message: err.Error()})
-	}
-	if v := validatorOf(in); v != nil {
-		return asValidation(v.Validate())
 	}
 	return nil
 }
