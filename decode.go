@@ -188,12 +188,18 @@ func compileInput(id string, s *jsonschema.Schema) (*validate.Validator, error) 
 	return v, nil
 }
 
-// decodeInput validates raw against the flow's input schema (compiled into check when the
-// flow was bound), collecting every field-level issue, then decodes it into in and runs
-// its Validate method.
+// decodeInput decodes raw into in, checked against the flow's input schema (compiled
+// into check when the flow was bound), then runs in's Validate method. An input the
+// validator accepts as it reads the bytes is decoded once, straight into in, as a
+// hand-written json.Unmarshal would; any other goes the long way, which finds every
+// field-level issue.
 func decodeInput(raw []byte, in any, def *FlowDef, check *validate.Validator) error {
-	if err := decodeChecked(inputOrEmpty(raw, def), in, check); err != nil {
-		return err
+	raw = inputOrEmpty(raw, def)
+	if !check.Accepts(raw) || json.Unmarshal(raw, in) != nil {
+		reflect.ValueOf(in).Elem().SetZero() // what a failed Unmarshal may have set
+		if err := decodeChecked(raw, in, check); err != nil {
+			return err
+		}
 	}
 	if v := validatorOf(in); v != nil {
 		return asValidation(v.Validate())
@@ -214,8 +220,9 @@ func inputOrEmpty(raw []byte, def *FlowDef) []byte {
 	return []byte("null")
 }
 
-// decodeChecked decodes raw as a JSON value (numbers as written), collects every issue
-// the schema finds in it, and only then decodes it into in.
+// decodeChecked is the long way: decode raw as a JSON value (numbers as written), collect
+// every issue the schema finds in it, and only then decode it into in. Its issues and
+// errors are what a caller sees of a bad input.
 func decodeChecked(raw []byte, in any, check *validate.Validator) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

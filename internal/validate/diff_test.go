@@ -18,7 +18,7 @@ import (
 )
 
 // The differential tests hold the new validator against two others on generated
-// schemas and instances:
+// schemas and instances, and its fast path (Accepts) against it (checkAccepts):
 //
 //   - legacyValidate, the hand-written validator it replaced (kept here as the record of
 //     the old behaviour), on the keywords that one knew: every issue, path and message
@@ -577,6 +577,7 @@ func TestValidateDifferential(t *testing.T) {
 			}
 			schemaText, _ := json.Marshal(s)
 			got := checkInvariants(t, iv, inst, raw)
+			checkAccepts(t, iv, raw, got)
 			if len(got) == 0 {
 				valid++
 			} else {
@@ -624,6 +625,7 @@ func FuzzInputValidation(f *testing.F) {
 			return
 		}
 		got := checkInvariants(t, iv, inst, raw)
+		checkAccepts(t, iv, raw, got)
 		if !simpleNumbers(floats) || slices.ContainsFunc(got, func(is Issue) bool { return is.Message == "number out of range" }) {
 			return // where float64 and exact arithmetic differ, or numbers refused on purpose
 		}

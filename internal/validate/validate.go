@@ -29,6 +29,7 @@ const maxIssues = 50
 type Validator struct {
 	root  *jsonschema.Schema
 	nodes map[*jsonschema.Schema]*nodeCheck
+	fast  *fastNode // what Accepts reads
 }
 
 // nodeCheck is what was prepared at bind time for one schema node.
@@ -66,6 +67,7 @@ func Compile(s *jsonschema.Schema) (*Validator, error) {
 	if err := iv.prepare(s); err != nil {
 		return nil, err
 	}
+	iv.fast = iv.fastOf(s, map[*jsonschema.Schema]*fastNode{})
 	return iv, nil
 }
 
