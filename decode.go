@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/bbc28f59/engine/internal/jsonx"
 	"github.com/bbc28f59/engine/internal/validate"
 )
 
@@ -34,9 +35,10 @@ func restInput(r *http.Request, def *FlowDef, body []byte) ([]byte, error) {
 	if !isQuery && len(def.params) == 0 {
 		return body, nil
 	}
-	obj := map[string]any{}
+	var room [4]member // a call's few members, without a map
+	obj := members(room[:0])
 	var issues []ValidationIssue
-	if isQuery {
+	if isQuery && r.URL.RawQuery != "" {
 		query, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
 			return nil, Invalid(ValidationIssue{Message: "malformed query string: " + err.Error()})
@@ -49,38 +51,92 @@ func restInput(r *http.Request, def *FlowDef, body []byte) ([]byte, error) {
 				continue
 			}
 			if v != nil {
-				obj[key] = v
+				obj = obj.set(key, v)
 			}
 		}
-	} else if len(bytes.TrimSpace(body)) > 0 {
+	} else if !isQuery && len(bytes.TrimSpace(body)) > 0 {
 		// Numbers stay as written (json.Number): decoded as float64, an integer above 2^53
 		// would reach the handler changed.
+		var m map[string]any
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.UseNumber()
-		err := dec.Decode(&obj)
+		err := dec.Decode(&m)
 		if _, end := dec.Token(); err != nil || end != io.EOF {
-			err = json.Unmarshal(body, &obj) // the error, as json.Unmarshal words it
+			err = json.Unmarshal(body, &m) // the error, as json.Unmarshal words it
 		}
-		if err != nil {
+		if err != nil || m == nil { // m is nil for a body of null
 			var syn *json.SyntaxError
 			if errors.As(err, &syn) {
 				return nil, Invalid(ValidationIssue{Message: "malformed JSON: " + err.Error()})
 			}
 			return nil, Invalid(ValidationIssue{Message: "the body must be a JSON object when the path has parameters"})
 		}
+		for k, v := range m {
+			obj = obj.set(k, v)
+		}
 	}
 	for _, name := range def.params {
-		v, issue := typedParam(def.inSchema, name, []string{r.PathValue(name)}, true)
+		one := [1]string{r.PathValue(name)}
+		v, issue := typedParam(def.inSchema, name, one[:], true)
 		if issue != nil {
 			issues = append(issues, *issue)
 			continue
 		}
-		obj[name] = v
+		obj = obj.set(name, v)
 	}
 	if len(issues) > 0 {
 		return nil, Invalid(issues...)
 	}
-	return json.Marshal(obj)
+	return obj.appendJSON(make([]byte, 0, 64))
+}
+
+// member is one member of a REST call's input object.
+type member struct {
+	name  string
+	value any
+}
+
+// members is a REST call's input object: few members, each name once.
+type members []member
+
+// set gives name the value v, in place of any value it had.
+func (ms members) set(name string, v any) members {
+	for i := range ms {
+		if ms[i].name == name {
+			ms[i].value = v
+			return ms
+		}
+	}
+	return append(ms, member{name, v})
+}
+
+// appendJSON writes the object as json.Marshal writes a map[string]any, members in name
+// order, without building one: the values of query and path parameters (strings,
+// numbers, booleans) directly, anything else through json.Marshal.
+func (ms members) appendJSON(dst []byte) ([]byte, error) {
+	slices.SortFunc(ms, func(a, b member) int { return strings.Compare(a.name, b.name) })
+	dst = append(dst, '{')
+	for i, m := range ms {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(jsonx.AppendString(dst, m.name), ':')
+		switch v := m.value.(type) {
+		case string:
+			dst = jsonx.AppendString(dst, v)
+		case json.Number: // made by strconv, or read by the JSON decoder: valid as it is
+			dst = append(dst, v...)
+		case bool:
+			dst = strconv.AppendBool(dst, v)
+		default:
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			dst = append(dst, b...)
+		}
+	}
+	return append(dst, '}'), nil
 }
 
 // typedParam converts the string values of one query or path parameter to the JSON type
@@ -99,7 +155,7 @@ func typedParam(root *jsonschema.Schema, key string, vals []string, isPath bool)
 		if len(vals) == 1 {
 			return vals[0], nil
 		}
-		return vals, nil
+		return slices.Clone(vals), nil // a copy, so that a caller's vals need not be on the heap
 	}
 	if hasType(prop, "array") {
 		items := prop.Items
