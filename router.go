@@ -134,12 +134,12 @@ func (r *router) match(method, escapedPath string, vals []string) (t *routeTarge
 		if len(d.segs) != n {
 			continue
 		}
-		found1, ok := matchSegs(d.segs, rest, vals)
+		got, ok := matchSegs(d.segs, rest, vals)
 		if !ok {
 			continue
 		}
 		if t := pick(d.methods, method); t != nil {
-			return t, found1, true, nil
+			return t, got, true, nil
 		}
 		allow = append(allow, methodsOf(d.methods)...)
 		found = true
