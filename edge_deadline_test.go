@@ -66,12 +66,5 @@ func TestTheBodyDeadlineReachesThroughAWrappedWriter(t *testing.T) {
 	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(wrappedWriter{w}, r)
 	})
-	addr := strings.TrimPrefix(srv.URL, "http://")
-	status, reply := rawExchange(t, addr, "POST /edge/echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n", `{"tex`)
-	if !strings.HasPrefix(status, "408") || !strings.Contains(reply, `"RequestTimeout"`) {
-		t.Fatalf("reply %s %s, want 408 RequestTimeout", status, reply)
-	}
-	if calls.Load() != 0 {
-		t.Fatal("the flow ran")
-	}
+	expectBodyTimeout(t, srv, calls)
 }

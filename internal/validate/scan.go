@@ -348,20 +348,27 @@ func (sc *scanner) object(n *fastNode, depth int) bool {
 		if !sc.value(sub, depth+1) {
 			return false
 		}
-		sc.space()
-		if sc.i >= len(sc.b) {
-			return false
+		if done, ok := sc.after('}'); !ok || done {
+			return ok && (n == nil || seen&n.required == n.required)
 		}
+	}
+}
+
+// after reads what follows a member or an item: a comma, with more to come, or the
+// closing byte; anything else is not ok.
+func (sc *scanner) after(closing byte) (done, ok bool) {
+	sc.space()
+	if sc.i < len(sc.b) {
 		switch sc.b[sc.i] {
 		case ',':
 			sc.i++
-		case '}':
+			return false, true
+		case closing:
 			sc.i++
-			return n == nil || seen&n.required == n.required
-		default:
-			return false
+			return true, true
 		}
 	}
+	return false, false
 }
 
 // prop finds the property named name. Names match exactly, unlike encoding/json's
@@ -402,18 +409,8 @@ func (sc *scanner) array(n *fastNode, depth int) bool {
 			return false
 		}
 		count++
-		sc.space()
-		if sc.i >= len(sc.b) {
-			return false
-		}
-		switch sc.b[sc.i] {
-		case ',':
-			sc.i++
-		case ']':
-			sc.i++
-			return n.countOK(count)
-		default:
-			return false
+		if done, ok := sc.after(']'); !ok || done {
+			return ok && n.countOK(count)
 		}
 	}
 }
