@@ -26,15 +26,21 @@
 // ([NotFound], [Conflict], gate denials) is answered as such; any other error or a panic
 // is logged through the app's *slog.Logger and answered as InternalError without detail.
 //
-// Extensions (gate, store, vault, ai and durable are written this way) build on a few
-// hooks: [Option] values grouped with [Options], or refused with [InvalidOption]; bind
-// options ([Use] with [Middleware], [Tag], [BindOptions], [InvalidBindOption]); a typed
-// [Key] for their own values on the app, a flow's binding or a call; [OnStart] and
-// [OnClose] for background work; [Validate] for checks of the whole app; [Mount] for
-// plain routes beside the flows; and [Responder] with [WriteData] and [WriteError] for
-// outputs that write their own response. Within this module, durable and ai also reach
-// a few internals (the seam durable flows run through, a flow's gates checked for
-// another caller) that no other package can.
+// A streaming flow ([DefineStream], [BindStream]) answers with a text/event-stream: its
+// handler writes typed events to a [Stream] the engine opened and returns a result, and
+// the call is over when it returns. Agent runs (package ai) are streaming flows.
+//
+// Extensions build on one public seam, which the module's own (gate, store, vault, ai,
+// durable) use exactly as yours can: [Option] values grouped with [Options], or refused
+// with [InvalidOption]; [Interceptor]s around every call ([Intercept], outside the gates,
+// seeing denials) or around every handler ([InterceptHandler], inside them: the durable
+// runner is one); bind options ([Use] with [Middleware], [Tag], [BindOptions],
+// [InvalidBindOption]); a typed [Key] for their own values on the app, a flow's binding or
+// a call; [OnStart] and [OnClose] for background work; [Validate] for checks of the whole
+// app; [Handle] for routes (under /_engine/ too) that get the app's authentication and a
+// call context; [App.Invoke] to call a flow in process as a principal, [App.CheckGates] to
+// check its gates without running it, and [App.NewCall] with [App.DecodeInput] for an
+// extension that runs a handler itself.
 //
 // The typed client lives in package clientx. Gates live in package gate, store resources
 // in package store, durable flows in package durable (on the journal of package

@@ -26,13 +26,14 @@ type App struct {
 	router      *router
 	startHooks  []func(context.Context, *App) error
 	closeHooks  []func(context.Context, *App) error
-	durableWrap func(def *FlowDef, next HandlerFunc) HandlerFunc // set by package durable
+	outer       []Interceptor // around the whole call ([Intercept])
+	inner       []Interceptor // around the handler, inside the gates ([InterceptHandler])
 	descriptor  []byte
 	descOnce    sync.Once
+	tsFiles     tsFiles // /_engine/client.d.ts and client.js, built on first request
 	lifecycleMu sync.Mutex
 	started     bool
 	extraRoutes []extraRoute
-	engineGets  map[string]engineGet // GET /_engine/<unit>/:param routes of the module's extensions
 	values      map[any]any
 	validators  []func(*App) error
 }
@@ -94,8 +95,11 @@ func WithMaxBodyBytes(n int64) Option {
 }
 
 // Authenticator turns a request's credentials into a principal. It returns (nil, nil)
-// when the request carries no credentials, and an error (usually [Unauthorized]) when
-// they are present but invalid. The gate package provides one.
+// when the request carries no credentials, and an error (usually [Unauthorized], with a
+// WWW-Authenticate header set by [Error.WithHeader]) when they are present but invalid or
+// expired. The app answers that error on every flow, public ones included, but those
+// declared [TokenEndpoint], and on every route mounted with [Handle]. The gate package
+// provides one.
 type Authenticator interface {
 	Authenticate(r *http.Request) (*Principal, error)
 }
@@ -127,7 +131,9 @@ func OnClose(fn func(ctx context.Context, app *App) error) Option {
 
 // Mount mounts a plain HTTP handler beside the flows (for example a server-sent events
 // route that is not a flow). Method and path use the trigger syntax (:name segments,
-// available through r.PathValue).
+// available through r.PathValue). The app reads no credentials for it, so h may take its
+// own (a webhook's signature, another service's token); mount with [Handle] for a route
+// behind the app's authentication.
 func Mount(method, path string, h http.Handler) Option {
 	return optionFunc(func(a *App) error {
 		def := &FlowDef{}
@@ -137,12 +143,6 @@ func Mount(method, path string, h http.Handler) Option {
 		a.extraRoutes = append(a.extraRoutes, extraRoute{route: *def.route, params: def.params, h: h})
 		return nil
 	})
-}
-
-// engineGet is a GET route under /_engine/ that an extension of the module serves.
-type engineGet struct {
-	param string
-	h     http.Handler
 }
 
 type extraRoute struct {
@@ -185,9 +185,10 @@ func New(opts ...Option) (*App, error) {
 	return a, nil
 }
 
-// Validate adds a check that [New] runs once every option has been applied, so an
-// extension can refuse (or warn about) a configuration that only the whole app shows,
-// such as a flow of its own that another option left unprotected. An error fails New.
+// Validate adds a function that [New] runs with the app once every option has been
+// applied: a check of a configuration only the whole app shows (a flow that another
+// option left unprotected), whose error fails New, or the set-up of an extension that
+// needs the app itself (the durable runner hands it to its journal here).
 func Validate(check func(app *App) error) Option {
 	return optionFunc(func(a *App) error {
 		if check == nil {
@@ -364,39 +365,45 @@ type binding struct {
 
 // Bind binds handler h to flow f. It is an [Option] of [New].
 func Bind[In, Out any](f *Flow[In, Out], h func(fx *Fx, in In) (Out, error), opts ...BindOption) Option {
+	if f == nil || f.def == nil {
+		return InvalidOption(errors.New("engine: Bind: nil flow"))
+	}
+	if h == nil {
+		return InvalidOption(fmt.Errorf("engine: Bind %s: nil handler", f.def.ID()))
+	}
+	return bind[In](f.def, func(fx *Fx, in In) (any, error) { return h(fx, in) }, opts)
+}
+
+// bind binds the handler h of def, whose input type is In: the typed handler is wrapped
+// once into the untyped [HandlerFunc] everything else shares.
+func bind[In any](def *FlowDef, h func(fx *Fx, in In) (any, error), opts []BindOption) Option {
 	return optionFunc(func(a *App) error {
-		if f == nil || f.def == nil {
-			return errors.New("engine: Bind: nil flow")
+		if def.schemaErr != nil {
+			return fmt.Errorf("engine: %w", def.schemaErr)
 		}
-		if h == nil {
-			return fmt.Errorf("engine: Bind %s: nil handler", f.def.ID())
-		}
-		if f.def.schemaErr != nil {
-			return fmt.Errorf("engine: %w", f.def.schemaErr)
-		}
-		check, err := compileInput(f.def.ID(), f.def.inSchema)
+		check, err := compileInput(def.ID(), def.inSchema)
 		if err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}
-		b := &binding{def: f.def}
+		b := &binding{def: def}
 		b.handle = func(fx *Fx, in any) (any, error) {
 			v, ok := in.(In)
 			if !ok && in != nil {
-				return nil, fmt.Errorf("engine: flow %s: input of type %T, want %v", f.def.ID(), in, reflect.TypeFor[In]())
+				return nil, fmt.Errorf("engine: flow %s: input of type %T, want %v", def.ID(), in, reflect.TypeFor[In]())
 			}
 			return h(fx, v)
 		}
 		b.zero = func() any { var in In; return in }
 		b.decode = func(raw []byte) (any, error) {
 			var in In
-			if err := decodeInput(raw, &in, f.def, check); err != nil {
+			if err := decodeInput(raw, &in, def, check); err != nil {
 				return nil, err
 			}
 			return in, nil
 		}
 		for _, o := range opts {
 			if err := o(b); err != nil {
-				return fmt.Errorf("engine: Bind %s: %w", f.def.ID(), err)
+				return fmt.Errorf("engine: Bind %s: %w", def.ID(), err)
 			}
 		}
 		return a.addBinding(b)
@@ -414,12 +421,12 @@ func (a *App) addBinding(b *binding) error {
 	return nil
 }
 
-// chain composes a binding's handler: authentication for gated flows, the binding's
-// middleware, then the durable runner.
+// chain composes a binding's handler: the outer interceptors, authentication for gated
+// flows, the binding's middleware (its gates), the inner interceptors, the handler.
 func (a *App) chain(b *binding) HandlerFunc {
 	h := b.handle
-	if b.def.durable && a.durableWrap != nil {
-		h = a.durableWrap(b.def, h)
+	for i := len(a.inner) - 1; i >= 0; i-- {
+		h = a.inner[i](b.def, h)
 	}
 	for i := len(b.mw) - 1; i >= 0; i-- {
 		h = b.mw[i](h)
@@ -432,6 +439,9 @@ func (a *App) chain(b *binding) HandlerFunc {
 			}
 			return next(fx, in)
 		}
+	}
+	for i := len(a.outer) - 1; i >= 0; i-- {
+		h = a.outer[i](b.def, h)
 	}
 	return h
 }

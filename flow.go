@@ -80,6 +80,7 @@ type FlowDef struct {
 	params     []string // path parameter names, in order
 	errors     []ErrorSpec
 	public     bool
+	tokenEnd   bool // TokenEndpoint: the request's credentials are not read
 	durable    bool
 	inType     reflect.Type
 	outType    reflect.Type
@@ -87,6 +88,13 @@ type FlowDef struct {
 	outSchema  *jsonschema.Schema
 	schemaErr  error
 	descr      string
+
+	// A streaming flow's ([DefineStream]): outSchema describes the event stream, these
+	// its events and its handler's result.
+	stream       bool
+	evType       reflect.Type
+	evSchema     *jsonschema.Schema
+	resultSchema *jsonschema.Schema
 }
 
 // Unit returns the name of the flow's unit.
@@ -114,6 +122,25 @@ func (f *FlowDef) Public() bool { return f.public }
 
 // Durable reports whether the flow runs under the journal.
 func (f *FlowDef) Durable() bool { return f.durable }
+
+// Streaming reports whether the flow answers with an event stream ([DefineStream]).
+func (f *FlowDef) Streaming() bool { return f.stream }
+
+// EventType returns the Go type of a streaming flow's events, nil for another flow.
+func (f *FlowDef) EventType() reflect.Type { return f.evType }
+
+// EventSchema returns the JSON Schema of a streaming flow's events, nil for another flow.
+func (f *FlowDef) EventSchema() *jsonschema.Schema { return f.evSchema }
+
+// ResultSchema returns the JSON Schema of what the flow's handler returns: the output's
+// for a flow, the result's for a streaming flow (whose [FlowDef.OutputSchema] describes
+// the event stream).
+func (f *FlowDef) ResultSchema() *jsonschema.Schema {
+	if f.stream {
+		return f.resultSchema
+	}
+	return f.outSchema
+}
 
 // Errors returns the declared error codes.
 func (f *FlowDef) Errors() []ErrorSpec { return f.errors }
@@ -184,9 +211,13 @@ func DELETE(path string) FlowOption { return Trigger(http.MethodDelete, path) }
 var paramName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Trigger gives the flow an HTTP trigger: method is GET, HEAD, POST, PUT, PATCH or
-// DELETE; path starts with "/", is not under /_engine/ (reserved for RPC and the
-// descriptor), and names input fields with :name segments. Mistakes are reported by [New].
-func Trigger(method, path string) FlowOption {
+// DELETE; path starts with "/", is not under /_engine/ (reserved for RPC, the descriptor
+// and the routes of [Handle]), and names input fields with :name segments. Mistakes are
+// reported by [New].
+func Trigger(method, path string) FlowOption { return trigger(method, path, false) }
+
+// trigger is [Trigger]; engine allows paths under /_engine/ ([Handle]).
+func trigger(method, path string, engine bool) FlowOption {
 	return func(f *FlowDef) error {
 		method = strings.ToUpper(method)
 		switch method {
@@ -197,7 +228,7 @@ func Trigger(method, path string) FlowOption {
 		if !strings.HasPrefix(path, "/") {
 			return fmt.Errorf("trigger path %q must start with /", path)
 		}
-		if strings.HasPrefix(path, "/_engine/") || path == "/_engine" {
+		if !engine && (strings.HasPrefix(path, "/_engine/") || path == "/_engine") {
 			return fmt.Errorf("trigger path %q is reserved for engine", path)
 		}
 		var params []string
@@ -234,9 +265,21 @@ func Errors(specs ...ErrorSpec) FlowOption {
 	}
 }
 
-// Public marks a flow that needs no authentication. Flows are gated by default.
+// Public marks a flow that needs no authentication. Flows are gated by default. A public
+// flow called with credentials the app's authenticator refuses (an expired access token)
+// still answers 401 Unauthorized, as a gated flow does, so that the client refreshes and
+// retries rather than running the call anonymously; without credentials it runs
+// anonymously.
 func Public() FlowOption {
 	return func(f *FlowDef) error { f.public = true; return nil }
+}
+
+// TokenEndpoint marks a public flow that takes the caller's credentials in its input and
+// issues tokens (sign-in, sign-up, refresh), like OAuth's token endpoint: the request's
+// Authorization header is not read, so a stale access token that a client still sends
+// cannot refuse the very call that replaces it. Its handler sees no principal.
+func TokenEndpoint() FlowOption {
+	return func(f *FlowDef) error { f.public, f.tokenEnd = true, true; return nil }
 }
 
 // Durable marks a flow that runs under a journal when the app has one (package durable):
@@ -274,7 +317,12 @@ func InputSchema(adjust func(s *jsonschema.Schema)) FlowOption {
 // bad trigger, a type JSON Schema cannot describe) are reported by [New] when the flow is
 // bound, so package-level declarations stay one-liners.
 func Define[In, Out any](u *Unit, name string, opts ...FlowOption) *Flow[In, Out] {
-	def := &FlowDef{unit: u.name, name: name, inType: reflect.TypeFor[In](), outType: reflect.TypeFor[Out]()}
+	return &Flow[In, Out]{def: declare(u, name, reflect.TypeFor[In](), reflect.TypeFor[Out](), opts)}
+}
+
+// declare declares a flow of unit u with the given input and output types.
+func declare(u *Unit, name string, in, out reflect.Type, opts []FlowOption) *FlowDef {
+	def := &FlowDef{unit: u.name, name: name, inType: in, outType: out}
 	def.inSchema, def.schemaErr = schemaFor(def.inType)
 	if def.schemaErr == nil {
 		def.outSchema, def.schemaErr = schemaFor(def.outType)
@@ -297,7 +345,7 @@ func Define[In, Out any](u *Unit, name string, opts ...FlowOption) *Flow[In, Out
 	u.mu.Lock()
 	u.flows = append(u.flows, def)
 	u.mu.Unlock()
-	return &Flow[In, Out]{def: def}
+	return def
 }
 
 // hasInputField reports whether a path parameter can be carried by the input: a struct

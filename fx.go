@@ -36,6 +36,28 @@ type callState struct {
 	meta map[string]any
 	vals map[any]any
 	key  string // the idempotency key of a call outside any durable run, made when asked
+
+	stream *eventStream // a streaming flow's: opened by the engine, or nowhere when nobody listens
+}
+
+// eventStream returns the call's event stream: the response's when the engine serves the
+// call, else one whose events go nowhere.
+func (fx *Fx) eventStream() *eventStream {
+	st := fx.state()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.stream == nil {
+		st.stream = &eventStream{w: &discardResponse{}}
+	}
+	return st.stream
+}
+
+// setEventStream makes s the call's event stream.
+func (fx *Fx) setEventStream(s *eventStream) {
+	st := fx.state()
+	st.mu.Lock()
+	st.stream = s
+	st.mu.Unlock()
 }
 
 // state returns the call's shared state.
@@ -90,6 +112,18 @@ func IdempotencyKey(ctx context.Context) string {
 		return s.Key()
 	}
 	return ""
+}
+
+// ClaimRunID returns the key of a call made within a durable run (its
+// [Fx.IdempotencyKey]) the first time it is asked during the call, for a durable runner
+// to take as the id of the run it begins: a replay of the caller calls the flow again
+// under the same key, and finds the run it began before instead of beginning another.
+// It returns false for a call made outside any durable run, and after the first time.
+func (fx *Fx) ClaimRunID() (string, bool) {
+	if sc := callkey.From(fx.ctx); sc != nil && sc.TakeAsRun() {
+		return sc.Key(), true
+	}
+	return "", false
 }
 
 // App returns the app serving the call.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -21,26 +20,21 @@ import (
 // RPCPrefix is the path prefix of RPC calls and the descriptor.
 const RPCPrefix = "/_engine/"
 
-// Responder is an output that writes its own HTTP response instead of the envelope, such
-// as an agent event stream. A handler returns it as its output value.
-type Responder interface {
-	Respond(fx *Fx, w http.ResponseWriter, r *http.Request)
-}
-
-// Handler returns the app as an http.Handler: REST triggers, RPC under /_engine/, and the
-// descriptor at /_engine/client.json. It works under a prefix (http.StripPrefix) and
-// behind any middleware.
+// Handler returns the app as an http.Handler: REST triggers, RPC under /_engine/, the
+// descriptor at /_engine/client.json and the TypeScript files generated from it at
+// /_engine/client.d.ts and /_engine/client.js. It works under a prefix (http.StripPrefix)
+// and behind any middleware.
 func (a *App) Handler() http.Handler { return a }
 
 // ServeHTTP implements http.Handler.
 func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	defer a.recoverPanic(w, r, nil)
+	defer a.recoverPanic(w, r, nil, nil)
 	if !a.checkOrigin(w, r) {
 		return
 	}
 	path := r.URL.EscapedPath()
 	if strings.HasPrefix(path, RPCPrefix) {
-		a.serveEngine(w, r, path[len(RPCPrefix):])
+		a.serveEngine(w, r, path)
 		return
 	}
 	var room [4]string // the path's parameters, without a slice on the heap
@@ -59,63 +53,74 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.SetPathValue(name, vals[i])
 	}
 	if t.extra != nil {
-		t.extra.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), appKey{}, a)))
+		t.extra.ServeHTTP(w, r)
 		return
 	}
 	a.serveFlow(w, r, t.binding, true)
 }
 
-func (a *App) serveEngine(w http.ResponseWriter, r *http.Request, rest string) {
-	if rest == "client.json" {
+// serveEngine serves a path under /_engine/: the descriptor, an RPC call, or a route
+// mounted there with [Handle]. An RPC call of a bound flow wins over a mounted route.
+func (a *App) serveEngine(w http.ResponseWriter, r *http.Request, path string) {
+	rest := path[len(RPCPrefix):]
+	switch rest {
+	case "client.json", "client.d.ts", "client.js":
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			a.writeError(w, r, nil, NewError(CodeMethodNotAllowed, map[string]any{"message": "the descriptor is read with GET"}))
+			a.writeError(w, r, nil, NewError(CodeMethodNotAllowed, map[string]any{"message": "/_engine/" + rest + " is read with GET"}))
 			return
 		}
-		a.serveDescriptor(w, r)
+		if rest == "client.json" {
+			a.serveDescriptor(w, r)
+		} else {
+			a.serveTypeScript(w, r, rest)
+		}
 		return
 	}
 	unit, flow, ok := strings.Cut(rest, "/")
-	if g, mounted := a.engineGets[unit]; mounted && ok && flow != "" && !strings.Contains(flow, "/") &&
-		(r.Method == http.MethodGet || r.Method == http.MethodHead) {
-		v, err := url.PathUnescape(flow)
-		if err != nil {
-			a.writeError(w, r, nil, NotFound("no route %s %s", r.Method, r.URL.Path))
-			return
-		}
-		r.SetPathValue(g.param, v)
-		g.h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), appKey{}, a)))
-		return
-	}
 	b := a.bindings[unit+"."+flow]
-	if !ok || b == nil || b.serverOnly || strings.Contains(flow, "/") {
-		a.writeError(w, r, nil, NotFound("no flow %s", strings.ReplaceAll(rest, "/", ".")))
+	rpc := ok && b != nil && !b.serverOnly && !strings.Contains(flow, "/")
+	if rpc && r.Method == http.MethodPost {
+		a.serveFlow(w, r, b, false)
 		return
 	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", "POST")
-		a.writeError(w, r, b.def, NewError(CodeMethodNotAllowed, map[string]any{"message": "RPC calls use POST"}))
+	var room [4]string
+	t, vals, found, allow := a.router.match(r.Method, path, room[:0])
+	if t != nil {
+		for i, name := range t.params {
+			r.SetPathValue(name, vals[i])
+		}
+		t.extra.ServeHTTP(w, r)
 		return
 	}
-	a.serveFlow(w, r, b, false)
+	if rpc || found {
+		if rpc {
+			allow = append([]string{http.MethodPost}, allow...)
+		}
+		var def *FlowDef
+		msg := fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path)
+		if rpc {
+			def, msg = b.def, "RPC calls use POST"
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		a.writeError(w, r, def, NewError(CodeMethodNotAllowed, map[string]any{"message": msg}))
+		return
+	}
+	a.writeError(w, r, nil, NotFound("no flow %s", strings.ReplaceAll(rest, "/", ".")))
 }
 
 // serveFlow decodes the input, runs the flow and writes its reply.
 func (a *App) serveFlow(w http.ResponseWriter, r *http.Request, b *binding, rest bool) {
 	fx := a.newFx(r.Context(), b.def, r)
-	defer a.recoverPanic(w, r, b.def)
-	if a.auth != nil {
-		p, err := a.auth.Authenticate(r)
+	defer a.recoverPanic(w, r, b.def, fx)
+	if !b.def.tokenEnd {
+		// Refused credentials are refused on public flows too (see authenticate).
+		p, err := a.authenticate(r)
 		if err != nil {
-			// An invalid token on a public flow is the caller's problem only when the flow
-			// needs a principal; public flows run anonymously.
-			if !b.def.public {
-				a.writeError(w, r, b.def, err)
-				return
-			}
-		} else {
-			fx.principal = p
+			a.writeError(w, r, b.def, err)
+			return
 		}
+		fx.principal = p
 	}
 	raw, err := a.readInput(w, r, b, rest)
 	if err != nil {
@@ -127,17 +132,46 @@ func (a *App) serveFlow(w http.ResponseWriter, r *http.Request, b *binding, rest
 		a.writeError(w, r, b.def, err)
 		return
 	}
-	out, err := b.call(fx, in)
-	if err != nil {
-		if errors.Is(err, ErrParked) {
-			a.writeParked(w, r, fx)
-			return
-		}
-		a.writeError(w, r, b.def, err)
+	if b.def.stream && !wantsJSON(r) {
+		fx.setEventStream(newEventStream(w, r))
+		_, err := b.call(fx, in)
+		a.endStream(w, r, fx, b.def, err)
 		return
 	}
-	a.writeOutput(w, r, fx, b.def, out)
+	// A flow, or a streaming flow whose caller asked for its result alone: its events go
+	// nowhere, and the reply is the envelope.
+	out, err := b.call(fx, in)
+	var acc *AcceptedError
+	switch {
+	case err == nil:
+		a.writeOutput(w, r, fx, b.def, out)
+	case errors.As(err, &acc):
+		fx.SetMeta("runId", acc.RunID)
+		a.writeParked(w, r, fx)
+	case errors.Is(err, ErrParked):
+		a.writeParked(w, r, fx)
+	default:
+		a.writeError(w, r, b.def, err)
+	}
 }
+
+// wantsJSON reports whether a call of a streaming flow asks for its result as JSON
+// instead of its events: an Accept header naming application/json and not
+// text/event-stream. Without one, streaming flows stream.
+func wantsJSON(r *http.Request) bool {
+	accept := r.Header.Get("Accept")
+	return strings.Contains(accept, httpx.ContentTypeJSON) && !strings.Contains(accept, "text/event-stream")
+}
+
+// AcceptedError answers a call as a call whose durable run parked (202 Accepted, no
+// data, meta {parked: true, runId}) where the run that waits is not the call's own: an
+// agent resume (package ai) whose run parked again. The call itself succeeded, and a
+// durable run of it completes.
+type AcceptedError struct {
+	RunID string // the run that waits
+}
+
+func (e *AcceptedError) Error() string { return "engine: run " + e.RunID + " waits for a decision" }
 
 // writeParked answers a durable call that parked awaiting a decision: 202 Accepted, no
 // data, and meta {parked: true} beside what the durable runner set (runId, so the caller
@@ -185,10 +219,7 @@ func (a *App) readInput(w http.ResponseWriter, r *http.Request, b *binding, rest
 
 // writeOutput encodes a successful reply.
 func (a *App) writeOutput(w http.ResponseWriter, r *http.Request, fx *Fx, def *FlowDef, out any) {
-	switch o := out.(type) {
-	case Responder:
-		o.Respond(fx, w, r)
-		return
+	switch out.(type) {
 	case NoContent, *NoContent:
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -285,7 +316,9 @@ func orEmpty(v any) any {
 }
 
 // recoverPanic answers a panic as InternalError and logs its stack; the process goes on.
-func (a *App) recoverPanic(w http.ResponseWriter, r *http.Request, def *FlowDef) {
+// A streaming call whose stream has begun is cut short instead (no [DONE]): an envelope
+// there would corrupt it.
+func (a *App) recoverPanic(w http.ResponseWriter, r *http.Request, def *FlowDef, fx *Fx) {
 	v := recover()
 	if v == nil {
 		return
@@ -298,6 +331,12 @@ func (a *App) recoverPanic(w http.ResponseWriter, r *http.Request, def *FlowDef)
 		flowID = def.ID()
 	}
 	a.logger.ErrorContext(r.Context(), "engine: panic in flow", "flow", flowID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	if fx != nil && def != nil && def.stream {
+		if s := fx.eventStream(); s.opened() {
+			s.close(false)
+			return
+		}
+	}
 	a.writeError(w, r, def, NewError(CodeInternal, map[string]any{"message": "internal error"}))
 }
 
@@ -359,8 +398,8 @@ func (a *App) invoke(ctx context.Context, b *binding, p *Principal, input json.R
 	return out, nil
 }
 
-// WriteData writes a success envelope carrying data (and the call's meta). A
-// [Responder] that sometimes answers with plain data uses it.
+// WriteData writes a success envelope carrying data (and the call's meta): a route
+// mounted with [Handle] answers with it.
 func WriteData(fx *Fx, w http.ResponseWriter, r *http.Request, data any) {
 	fx.app.writeOutput(w, r, fx, fx.flow, data)
 }
@@ -377,6 +416,3 @@ func WriteError(fx *Fx, w http.ResponseWriter, r *http.Request, err error) {
 	}
 	a.writeError(w, r, def, err)
 }
-
-// appKey carries the app in the context of a route mounted with [Mount].
-type appKey struct{}

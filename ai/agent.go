@@ -3,6 +3,8 @@ package ai
 import (
 	"errors"
 	"fmt"
+
+	"github.com/bbc28f59/engine"
 )
 
 // DefaultMaxSteps is the default number of tool calls an agent run may make.
@@ -29,10 +31,40 @@ func System(prompt string) AgentOption { return func(a *AgentDef) { a.system = p
 // reason budget; nothing is thrown.
 func Budget(maxCostPerRun float64) AgentOption { return func(a *AgentDef) { a.budget = maxCostPerRun } }
 
-// Agent declares an agent named name on model, whose tools are flow ids ("tools.weather").
-// maxSteps counts tool calls, not model calls; zero means [DefaultMaxSteps].
-func Agent(name string, model *ModelDef, tools []string, maxSteps int, opts ...AgentOption) *AgentDef {
-	a := &AgentDef{name: name, model: model, tools: append([]string(nil), tools...), maxSteps: maxSteps}
+// ToolFlow is a flow declaration an agent may call as a tool: an [*engine.Flow] (or an
+// [*engine.StreamFlow], whose result is the tool's output).
+type ToolFlow interface {
+	Def() *engine.FlowDef
+}
+
+// ToolSet is the flows an agent may call as tools: [Tools] of flow declarations, or
+// [ToolNames] of flow ids.
+type ToolSet struct{ ids []string }
+
+// Tools is the set of the given flows, by their declarations, so a tool that does not
+// exist does not compile; [Register] checks that each is bound when the app is built.
+func Tools(flows ...ToolFlow) ToolSet {
+	ids := make([]string, 0, len(flows))
+	for _, f := range flows {
+		if f == nil || f.Def() == nil {
+			ids = append(ids, "")
+			continue
+		}
+		ids = append(ids, f.Def().ID())
+	}
+	return ToolSet{ids: ids}
+}
+
+// ToolNames is the set of the flows with the given ids ("tools.weather"), for agents
+// built from configuration. Prefer [Tools].
+func ToolNames(ids ...string) ToolSet { return ToolSet{ids: append([]string(nil), ids...)} }
+
+// Agent declares an agent named name on model, calling tools. maxSteps counts tool
+// calls, not model calls; zero means [DefaultMaxSteps].
+//
+//	assistant := ai.Agent("assistant", model, ai.Tools(Weather, Transfer), 6)
+func Agent(name string, model *ModelDef, tools ToolSet, maxSteps int, opts ...AgentOption) *AgentDef {
+	a := &AgentDef{name: name, model: model, tools: append([]string(nil), tools.ids...), maxSteps: maxSteps}
 	if a.maxSteps == 0 {
 		a.maxSteps = DefaultMaxSteps
 	}
@@ -68,7 +100,31 @@ func (a *AgentDef) validate() error {
 	case a.budget < 0:
 		return fmt.Errorf("ai: agent %s: budget must not be negative", a.name)
 	}
+	for _, t := range a.tools {
+		if t == "" {
+			return fmt.Errorf("ai: agent %s: a nil tool flow", a.name)
+		}
+	}
 	return a.model.Validate()
+}
+
+// Register makes [engine.New] check the given agents: each declared well (a name, a
+// model, limits that make sense) and each of its tools a flow bound in the app. Without
+// it the same mistakes surface when the agent first runs.
+func Register(agents ...*AgentDef) engine.Option {
+	return engine.Validate(func(app *engine.App) error {
+		for _, a := range agents {
+			if err := a.validate(); err != nil {
+				return err
+			}
+			for _, t := range a.tools {
+				if _, ok := app.Lookup(t); !ok {
+					return fmt.Errorf("ai: agent %s: tool flow %s is not bound in this app (engine.Bind it, or take it out of the agent's tools)", a.name, t)
+				}
+			}
+		}
+		return nil
+	})
 }
 
 func (a *AgentDef) hasTool(name string) bool {

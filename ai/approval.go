@@ -10,7 +10,6 @@ import (
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/durable"
-	"github.com/bbc28f59/engine/internal/ext"
 	"github.com/bbc28f59/engine/journal"
 )
 
@@ -85,9 +84,9 @@ func (s *loopState) approvals(stepName string, calls []ToolCall) (map[string]*jo
 		if err != nil {
 			return nil, err
 		}
-		payload, _ := json.Marshal(parkPayload{Tool: tool, Args: args, Agent: r.agent.name, StreamID: r.id, ToolCallID: c.ID})
-		d, err := r.durable.Park(s.ctx, c.ID, deadline, payload)
-		if err != nil {
+		d, err := durable.Park(r.fx.WithContext(s.ctx), c.ID, deadline,
+			parkPayload{Tool: tool, Args: args, Agent: r.agent.name, StreamID: r.id, ToolCallID: c.ID})
+		if err != nil && !errors.Is(err, engine.ErrParked) {
 			return nil, err
 		}
 		if d != nil {
@@ -125,89 +124,29 @@ func Deny(fx *engine.Fx, id, reason string) error {
 	return decide(fx.Context(), fx.App(), fx.Principal(), id, journal.DecisionDeny, decisionPayload{Reason: reason})
 }
 
-// decide checks and stores one decision: 404 for an unknown id or another tenant's park,
-// the tool's gate for the caller (401/403/429), a validation error for bad replacement
-// args, then the journal's exactly-once decision (409 Conflict or JournalLeaseBusy). The
-// run wakes at once on the instance that claims it.
+// noApproval is the message of the NotFound of an unknown interrupt id.
+const noApproval = "no approval is waiting under this id"
+
+// decide checks and stores one decision through [durable.Decide]: 404 for an unknown id
+// or another tenant's park, the tool's gate for the caller (401/403/429), a validation
+// error for bad replacement args, then the journal's exactly-once decision (409
+// Conflict or JournalLeaseBusy). The run wakes at once on the instance that claims it.
 func decide(ctx context.Context, app *engine.App, p *engine.Principal, id string, kind journal.DecisionKind, dp decisionPayload) error {
-	unknown := engine.NotFound("no approval is waiting under this id")
-	j := durable.JournalOf(app)
-	if j == nil || id == "" {
-		return unknown
-	}
 	runID, callID, err := agui.ParseInterruptID(id)
-	if err != nil {
-		return unknown
+	if id == "" || err != nil {
+		return engine.NotFound(noApproval)
 	}
-	rec, err := j.GetRun(ctx, runID)
-	if errors.Is(err, journal.ErrNotFound) {
-		return unknown
-	}
-	if err != nil {
-		// The database, not the id: a 404 here would tell the caller to give up on a
-		// decision a retry can still make.
-		return fmt.Errorf("ai: reading run %s: %w", runID, err)
-	}
-	tenant := ""
-	if p != nil {
-		tenant = p.Tenant
-	}
-	if rec.Tenant != tenant {
-		return unknown
-	}
-	parks, err := j.Driver().ListParks(ctx, runID)
-	if err != nil {
-		return err
-	}
-	var park *journal.ParkRecord
-	for i := range parks {
-		if parks[i].Key == callID {
-			park = &parks[i]
-		}
-	}
-	if park == nil {
-		return unknown
-	}
-	if lapsed(*park, j.Now()) {
-		// The wait is over even if the recovery loop has not swept it yet: the timeout
-		// is the decision, and this one comes too late.
-		if err := timeOut(ctx, j, runID, callID); err != nil {
-			return err
-		}
-		return durable.MapError(journal.ErrConflict)
-	}
-	var pp parkPayload
-	if err := json.Unmarshal(park.Payload, &pp); err != nil {
-		return fmt.Errorf("ai: decoding park payload: %w", err)
-	}
-	if err := toolGates(ctx, app, p, pp, dp); err != nil {
-		return err
-	}
-	return store(ctx, j, runID, callID, kind, dp)
-}
-
-// store stores a checked decision of the park key of run runID: 409 Conflict when one
-// is stored already, JournalLeaseBusy while another instance holds the run.
-func store(ctx context.Context, j *journal.Journal, runID, key string, kind journal.DecisionKind, dp decisionPayload) error {
 	payload, _ := json.Marshal(dp)
-	return durable.MapError(j.Decide(ctx, runID, key, journal.Decision{Kind: kind, Payload: payload}))
-}
-
-// lapsed reports whether park is undecided and past its deadline: timed out, whether or
-// not the recovery loop has swept it yet.
-func lapsed(park journal.ParkRecord, now time.Time) bool {
-	return park.Decision == nil && !park.Deadline.After(now)
-}
-
-// timeOut stores the timeout decision of a lapsed park, as the recovery loop would; a
-// park decided meanwhile is left as it is.
-func timeOut(ctx context.Context, j *journal.Journal, runID, key string) error {
-	timeout, _ := json.Marshal(decisionPayload{Reason: "timeout"})
-	err := j.Decide(ctx, runID, key, journal.Decision{Kind: journal.DecisionTimeout, Payload: timeout})
-	if err != nil && !errors.Is(err, journal.ErrConflict) {
-		return durable.MapError(err)
-	}
-	return nil
+	return durable.Decide(ctx, app, p, runID, callID, journal.Decision{Kind: kind, Payload: payload}, durable.DecideOptions{
+		NotFound: noApproval,
+		Check: func(park journal.ParkRecord) error {
+			var pp parkPayload
+			if err := json.Unmarshal(park.Payload, &pp); err != nil {
+				return fmt.Errorf("ai: decoding park payload: %w", err)
+			}
+			return toolGates(ctx, app, p, pp, dp)
+		},
+	})
 }
 
 // toolGates runs the gates of the parked call's tool for p, with the input the decision
@@ -217,5 +156,5 @@ func toolGates(ctx context.Context, app *engine.App, p *engine.Principal, pp par
 	if len(dp.Args) > 0 {
 		input = dp.Args
 	}
-	return ext.CheckGates(app, ctx, pp.Tool, p, input)
+	return app.CheckGates(ctx, pp.Tool, p, input)
 }

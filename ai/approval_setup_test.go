@@ -39,8 +39,8 @@ var (
 	apDeskUnit = engine.NewUnit("desk")
 
 	apTransfer = engine.Define[ApTransferIn, ApTransferOut](apBankUnit, "transfer", engine.Describe("Move money to someone."))
-	apChat     = engine.Define[ApChatIn, *ai.AgentRun](apDeskUnit, "chat", engine.POST("/desk/chat"), engine.Durable())
-	apPlain    = engine.Define[ApChatIn, *ai.AgentRun](apDeskUnit, "plain", engine.POST("/desk/plain"))
+	apChat     = engine.DefineStream[ApChatIn, agui.Event, ai.RunResult](apDeskUnit, "chat", engine.POST("/desk/chat"), engine.Durable())
+	apPlain    = engine.DefineStream[ApChatIn, agui.Event, ai.RunResult](apDeskUnit, "plain", engine.POST("/desk/plain"))
 	apDecide   = engine.Define[ApDecideIn, ai.Decided](apDeskUnit, "decide", engine.POST("/desk/decide"))
 )
 
@@ -135,7 +135,7 @@ func newApEnv(t *testing.T, cfg apConfig) *apEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	teller := ai.Agent("teller", ai.Model("default", prov, "gpt-test"), []string{"bank.transfer"}, 0)
+	teller := ai.Agent("teller", ai.Model("default", prov, "gpt-test"), ai.Tools(apTransfer), 0)
 	jopts := cfg.jopts
 	if jopts.PollInterval == 0 {
 		jopts.PollInterval = time.Hour // tests drive recovery with RecoverOnce
@@ -147,8 +147,8 @@ func newApEnv(t *testing.T, cfg apConfig) *apEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chat := func(fx *engine.Fx, in ApChatIn) (*ai.AgentRun, error) {
-		return ai.Run(fx, teller, in.Message, ai.RunOptions{Stream: true})
+	chat := func(fx *engine.Fx, in ApChatIn, out *engine.Stream[agui.Event]) (ai.RunResult, error) {
+		return ai.Stream(fx, teller, in.Message, out, ai.RunOptions{})
 	}
 	e.app, err = engine.New(
 		engine.WithLogger(slog.New(slog.DiscardHandler)),
@@ -162,8 +162,8 @@ func newApEnv(t *testing.T, cfg apConfig) *apEnv {
 			e.mu.Unlock()
 			return ApTransferOut{OK: true, To: in.To, Amount: in.Amount}, nil
 		}, engine.Use(apDenyMallory), ai.Approval(func(in ApTransferIn) bool { return in.Amount > 100 })),
-		engine.Bind(apChat, chat),
-		engine.Bind(apPlain, chat),
+		engine.BindStream(apChat, chat),
+		engine.BindStream(apPlain, chat),
 		engine.Bind(apDecide, func(fx *engine.Fx, in ApDecideIn) (ai.Decided, error) {
 			var err error
 			if in.Approve {

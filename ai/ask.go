@@ -4,12 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/durable"
-	"github.com/bbc28f59/engine/httpx"
-	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // AskOptions are the options of [Ask].
@@ -70,45 +67,41 @@ func Ask(fx *engine.Fx, model *ModelDef, prompt string, opts AskOptions) (string
 	return a.Text, nil
 }
 
-// TextStream is the text stream variant: returned from a handler, it answers
-// text/event-stream whose frames are JSON strings of plain text, then data: [DONE].
-type TextStream struct {
-	model  *ModelDef
-	prompt string
-	system string
-}
-
-// StreamText streams model's reply to prompt as plain text frames.
-func StreamText(fx *engine.Fx, model *ModelDef, prompt string) (*TextStream, error) {
+// StreamText is the text stream variant of a streaming flow: it writes model's reply to
+// prompt to out as it arrives, each piece of text one data: frame holding a JSON string,
+// and returns the whole text. The flow's events are strings:
+//
+//	var Story = engine.DefineStream[StoryIn, string, string](Chat, "story", engine.POST("/chat/story"))
+//
+//	engine.BindStream(Story, func(fx *engine.Fx, in StoryIn, out *engine.Stream[string]) (string, error) {
+//		return ai.StreamText(fx, writer, in.Prompt, out)
+//	})
+//
+// A provider failure ends the stream without data: [DONE], so the client can tell it
+// apart from a complete reply.
+func StreamText(fx *engine.Fx, model *ModelDef, prompt string, out *engine.Stream[string]) (string, error) {
 	if err := model.Validate(); err != nil {
-		return nil, err
+		return "", err
 	}
-	return &TextStream{model: model, prompt: prompt}, nil
-}
-
-// JSONSchema describes the stream for the descriptor.
-func (*TextStream) JSONSchema() *jsonschema.Schema {
-	return &jsonschema.Schema{Type: "string", Description: "text/event-stream whose frames are JSON strings of text, ending with data: [DONE]"}
-}
-
-// Respond streams the reply. A provider failure mid-stream ends the stream without
-// [DONE], so the client can tell it apart from a complete reply.
-func (t *TextStream) Respond(fx *engine.Fx, w http.ResponseWriter, r *http.Request) {
-	sse := httpx.NewSSEWriter(w, httpx.SSEOptions{})
-	defer sse.Close()
-	req := Request{Model: t.model.ModelID(), System: t.system, Messages: []Message{{Role: RoleUser, Content: t.prompt}}}
-	for chunk, err := range t.model.Provider().Stream(r.Context(), req) {
+	if out == nil {
+		return "", fmt.Errorf("ai: StreamText: nil stream")
+	}
+	sse := out.SSE() // the response begins now, as the model is asked
+	req := Request{Model: model.ModelID(), Messages: []Message{{Role: RoleUser, Content: prompt}}}
+	var text []byte
+	for chunk, err := range model.Provider().Stream(fx.Context(), req) {
 		if err != nil {
 			fx.Logger().Warn("ai: text stream failed", "err", err)
-			return
+			return "", err
 		}
 		if chunk.Text == "" {
 			continue
 		}
+		text = append(text, chunk.Text...)
 		data, _ := json.Marshal(chunk.Text)
-		if sse.WriteEvent(0, data) != nil {
-			return
+		if err := sse.WriteEvent(0, data); err != nil {
+			return "", err
 		}
 	}
-	_ = sse.WriteDone()
+	return string(text), nil
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/durable"
-	"github.com/bbc28f59/engine/internal/ext"
 )
 
 // Capabilities is AG-UI's AgentCapabilities document, limited to the categories the
@@ -97,16 +96,28 @@ func CapabilitiesOf(app *engine.App, agent *AgentDef) (Capabilities, error) {
 	return c, nil
 }
 
-// CapabilitiesHandler serves [CapabilitiesOf] agent as JSON (the bare AG-UI document, not
-// an envelope, since AG-UI clients read it as it is). Mount it beside the agent's flow:
+// ServeCapabilities mounts GET path serving [CapabilitiesOf] agent as JSON (the bare
+// AG-UI document, not an envelope, since AG-UI clients read it as it is), behind the gates
+// of flow, the agent's streaming flow: the document lists every tool with its schema, so
+// only a caller who may call the flow sees it. Anyone else gets the flow's denial as an
+// envelope (Unauthorized without credentials, Forbidden, …). The gates are checked as a
+// read ([engine.ForRead]), so a rate limit of the flow draws nothing.
 //
-//	engine.Mount(http.MethodGet, "/chat/capabilities", ai.CapabilitiesHandler(assistant))
-func CapabilitiesHandler(agent *AgentDef) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		app := ext.AppOf(r)
+//	ai.ServeCapabilities("/chat/capabilities", assistant, Ask)
+func ServeCapabilities(path string, agent *AgentDef, flow interface{ Def() *engine.FlowDef }) engine.Option {
+	if flow == nil || flow.Def() == nil {
+		return engine.InvalidOption(fmt.Errorf("ai: ServeCapabilities %s: nil flow", path))
+	}
+	id := flow.Def().ID()
+	return engine.Handle(http.MethodGet, path, func(fx *engine.Fx, w http.ResponseWriter, r *http.Request) {
+		app := fx.App()
+		if err := app.CheckGates(engine.ForRead(r.Context()), id, fx.Principal(), nil); err != nil {
+			engine.WriteError(fx, w, r, err)
+			return
+		}
 		c, err := CapabilitiesOf(app, agent)
 		if err != nil {
-			engine.WriteError(ext.RouteFx(app, r, nil), w, r, err)
+			engine.WriteError(fx, w, r, err)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai"
+	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/ai/providers/openai"
 	"github.com/bbc28f59/engine/ai/providers/openai/openaitest"
 	"github.com/bbc28f59/engine/durable"
@@ -28,7 +29,11 @@ func TestCapabilitiesResumableNeedsFollowRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent := ai.Agent("solo", ai.Model("default", prov, "gpt-test"), nil, 0)
+	agent := ai.Agent("solo", ai.Model("default", prov, "gpt-test"), ai.Tools(), 0)
+	solo := engine.DefineStream[ai.Input, agui.Event, ai.RunResult](engine.NewUnit("solo"), "chat", engine.POST("/solo/chat"), engine.Public())
+	chat := func(fx *engine.Fx, in ai.Input, out *engine.Stream[agui.Event]) (ai.RunResult, error) {
+		return ai.Stream(fx, agent, in, out, ai.RunOptions{})
+	}
 	cases := []struct {
 		name                 string
 		journal, install     bool
@@ -43,7 +48,7 @@ func TestCapabilitiesResumableNeedsFollowRoute(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			opts := []engine.Option{engine.WithLogger(slog.New(slog.DiscardHandler)),
-				engine.Mount(http.MethodGet, "/solo/capabilities", ai.CapabilitiesHandler(agent))}
+				engine.BindStream(solo, chat), ai.ServeCapabilities("/solo/capabilities", agent, solo)}
 			if c.journal {
 				j, err := journal.New(memory.New(), journal.Options{})
 				if err != nil {

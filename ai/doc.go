@@ -13,31 +13,39 @@
 //
 // # Agents and tools
 //
-// [Agent] declares an agent: a model, the flow ids it may call as tools, and a limit on
-// tool calls (maxSteps, [DefaultMaxSteps] by default), optionally a system prompt
-// ([System]) and a spending limit per run ([Budget]). Tools are ordinary flows: the model
-// sees each flow's input JSON Schema and description, its arguments are validated like a
-// request, and the tool runs as the flow with the run's principal, so the flow's gates
-// apply. A gate denial or a declared error is fed back to the model as the tool's result;
-// a tool that fails with an internal error ends the run with stop reason "error".
+// [Agent] declares an agent: a model, the flows it may call as tools ([Tools] of their
+// declarations, so a tool that does not exist does not compile), and a limit on tool
+// calls (maxSteps, [DefaultMaxSteps] by default), optionally a system prompt ([System])
+// and a spending limit per run ([Budget]). [Register] has engine.New check that every
+// tool is bound. Tools are ordinary flows: the model sees each flow's input JSON Schema
+// and description, its arguments are validated like a request, and the tool runs as the
+// flow with the run's principal, so the flow's gates apply. A gate denial or a declared
+// error is fed back to the model as the tool's result; a tool that fails with an internal
+// error ends the run with stop reason "error".
 //
 //	model := ai.Model("default", provider, "gpt-4o-mini", ai.WithPricing(0.15, 0.60))
-//	assistant := ai.Agent("assistant", model, []string{"tools.weather"}, 6)
+//	assistant := ai.Agent("assistant", model, ai.Tools(Weather), 6)
 //
-//	var Ask = engine.Define[ChatIn, *ai.AgentRun](Chat, "ask", engine.POST("/chat"), engine.Durable())
+//	var Ask = engine.DefineStream[agui.Input, agui.Event, agui.RunOutput](Chat, "ask", engine.POST("/chat"), engine.Durable())
 //
-//	engine.Bind(Ask, func(fx *engine.Fx, in ChatIn) (*ai.AgentRun, error) {
-//		return ai.Run(fx, assistant, in.Message, ai.RunOptions{Stream: true})
-//	})
+//	engine.BindStream(Ask, func(fx *engine.Fx, in agui.Input, out *engine.Stream[agui.Event]) (ai.RunResult, error) {
+//		return ai.Stream(fx, assistant, in, out, ai.RunOptions{})
+//	}),
+//	ai.Register(assistant),
+//
+// The declaration's types come from ai/agui, which links no server code, so a contract
+// package shared with clients can declare agent flows.
 //
 // # Running
 //
-// [Run] with [RunOptions.Stream] returns an [*AgentRun] that the handler returns as its
-// output: the response is text/event-stream with one AG-UI event per frame (package
-// ai/agui), ending with data: [DONE]. Without Stream, Run runs the agent to its end and the
-// run answers as its [RunResult]. [Ask] sends one prompt and returns the text, failing
-// with [*BudgetExceededError] past its cost limit; [StreamText] streams a plain text reply.
-// In Go, clientx/agent reads the events.
+// [Stream], in the handler of a streaming flow (engine.BindStream), runs the agent and
+// writes its events to the flow's stream as they happen: one AG-UI event per
+// text/event-stream frame (package ai/agui), ending with data: [DONE]. It returns when the
+// run is over, with its [RunResult]: the run lives inside its handler. [Run] runs an agent
+// to its end without streaming (a tool that asks a subagent, a job). [Ask] sends one
+// prompt and returns the text, failing with [*BudgetExceededError] past its cost limit;
+// [StreamText] streams a plain text reply. In Go, clientx/agent reads the events, and
+// clientx.CallResult asks a streaming flow for its result alone.
 //
 // Inside a durable flow (engine.Durable, in an app with a journal) every model call and
 // tool call is a journal step: a run resumed after an approval or a crash replays what it

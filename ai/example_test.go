@@ -37,22 +37,23 @@ func Example() {
 		Message string `json:"message"`
 	}
 	chat := engine.NewUnit("chat")
-	ask := engine.Define[chatIn, *ai.AgentRun](chat, "ask", engine.POST("/chat"), engine.Public())
+	ask := engine.DefineStream[chatIn, agui.Event, ai.RunResult](chat, "ask", engine.POST("/chat"), engine.Public())
 
 	// The model asks for the tool (whose wire name is tools_weather), then answers.
 	model := ai.Model("offline", scripted.New(
 		scripted.Turn{ToolCalls: []ai.ToolCall{{ID: "call_1", Name: "tools_weather", Arguments: `{"city":"Oslo"}`}}},
 		scripted.Turn{Text: "It is 4 °C in Oslo."},
 	), "scripted-1")
-	assistant := ai.Agent("assistant", model, []string{"tools.weather"}, 6)
+	assistant := ai.Agent("assistant", model, ai.Tools(weather), 6)
 
 	app, err := engine.New(
 		engine.Bind(weather, func(fx *engine.Fx, in cityIn) (weatherOut, error) {
 			return weatherOut{City: in.City, TempC: 4}, nil
 		}),
-		engine.Bind(ask, func(fx *engine.Fx, in chatIn) (*ai.AgentRun, error) {
-			return ai.Run(fx, assistant, in.Message, ai.RunOptions{Stream: true})
+		engine.BindStream(ask, func(fx *engine.Fx, in chatIn, out *engine.Stream[agui.Event]) (ai.RunResult, error) {
+			return ai.Stream(fx, assistant, in.Message, out, ai.RunOptions{})
 		}),
+		ai.Register(assistant),
 	)
 	if err != nil {
 		fmt.Println(err)
@@ -122,7 +123,7 @@ func ExampleRun() {
 	model := ai.Model("offline", scripted.New(
 		scripted.Turn{Text: "Tides follow the moon.", Usage: ai.Usage{InputTokens: &in, OutputTokens: &out}},
 	), "scripted-1", ai.WithPricing(2, 8)) // per million tokens: this turn costs 0.008
-	writer := ai.Agent("writer", model, nil, 0, ai.System("Answer in one sentence."), ai.Budget(0.005))
+	writer := ai.Agent("writer", model, ai.Tools(), 0, ai.System("Answer in one sentence."), ai.Budget(0.005))
 
 	app, err := engine.New(engine.Bind(summarize, func(fx *engine.Fx, in topicIn) (ai.RunResult, error) {
 		run, err := ai.Run(fx, writer, "Summarize: "+in.Topic, ai.RunOptions{})

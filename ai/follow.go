@@ -12,11 +12,10 @@ import (
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/httpx"
-	"github.com/bbc28f59/engine/internal/ext"
 	"github.com/bbc28f59/engine/journal"
 )
 
-// followHandler serves GET /agent/runs/:runId/events: the run's stored events as
+// serveFollow serves GET /agent/runs/:runId/events: the run's stored events as
 // server-sent events, each with id: <seq>, resuming after Last-Event-ID (or the
 // lastEventId query parameter, for clients that cannot set headers) with no gap and no
 // duplicate, across the hand-over from stored to live rows. It stays open through an
@@ -25,17 +24,13 @@ import (
 // Access: the caller must pass the gates of the flow that started the run, be in its
 // tenant, and be the starting principal or an operator. A caller without credentials gets
 // 401 Unauthorized; any other caller who may not follow gets 404 NotFound, the same as
-// for a run that does not exist, so another tenant's run ids reveal nothing.
-type followHandler struct{}
-
+// for a run that does not exist, so another tenant's run ids reveal nothing
+// ([durable.MayRead]).
+// followBatch is how many rows a follower reads at a time.
 const followBatch = 500
 
-func (followHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	fx, p, ok := ext.Route(w, r)
-	if !ok {
-		return
-	}
-	app, ctx := fx.App(), r.Context()
+func serveFollow(fx *engine.Fx, w http.ResponseWriter, r *http.Request) {
+	app, ctx, p := fx.App(), r.Context(), fx.Principal()
 	after, afterErr := lastEventID(r)
 	// One statement reads the stream record for the access check and the first batch of
 	// rows: a resume costs one database round trip before its first frame. A refused
@@ -112,33 +107,27 @@ func readFollowable(ctx context.Context, app *engine.App, p *engine.Principal, i
 }
 
 // mayFollow applies the follow route's access rules to the stream st (found is false
-// when there is no such stream): the caller must be in its tenant, be its starter or an
-// operator, and pass the gates of the flow that started it, read as a read. A caller
-// without credentials gets Unauthorized unless the stream is public; any other refusal
-// is notFound.
+// when there is no such stream): those of reading its durable run ([durable.MayRead]).
+// Every refusal but Unauthorized (sign in first) is notFound.
 func mayFollow(ctx context.Context, app *engine.App, p *engine.Principal, st journal.Stream, found bool, notFound error) error {
-	public := found && st.PrincipalID == "" && st.Tenant == ""
-	if p == nil && !public {
-		return engine.Unauthorized()
+	var owner *durable.Owner
+	if found {
+		owner = &durable.Owner{Flow: st.Flow, Tenant: st.Tenant, PrincipalID: st.PrincipalID}
 	}
-	if !found {
-		return notFound
-	}
-	if !public {
-		if st.Tenant != p.Tenant || (st.PrincipalID != p.ID && !p.Operator) {
-			return notFound
+	input := func() json.RawMessage {
+		if st.RunID == "" {
+			return nil
 		}
-	}
-	if !ext.HasGates(app, st.Flow) {
+		if rec, err := durable.JournalOf(app).GetRun(ctx, st.RunID); err == nil {
+			return rec.Input
+		}
 		return nil
 	}
-	var input json.RawMessage
-	if st.RunID != "" {
-		if rec, err := durable.JournalOf(app).GetRun(ctx, st.RunID); err == nil {
-			input = rec.Input
-		}
+	err := durable.MayRead(ctx, app, p, st.ID, owner, input)
+	if e := engine.AsError(err); e != nil && e.Code == engine.CodeNotFound {
+		return notFound
 	}
-	return ext.CheckRead(app, ctx, st.Flow, p, input, notFound)
+	return err
 }
 
 // lastEventID reads where to resume: the Last-Event-ID header, else the lastEventId

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai"
+	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/ai/providers/anthropic"
 	"github.com/bbc28f59/engine/ai/providers/anthropic/anthropictest"
 	"github.com/bbc28f59/engine/ai/providers/openai"
@@ -100,13 +101,13 @@ var (
 	researchFlow   = engine.Define[ResearchIn, string](toolsUnit, "research", engine.Public())
 	rememberFlow   = engine.Define[RememberIn, RememberOut](toolsUnit, "remember", engine.Public(), engine.Describe("Remember a value in the shared state."))
 
-	chatFlow  = engine.Define[ChatIn, *ai.AgentRun](chatUnit, "ask", engine.POST("/chat"), engine.Public(), engine.Durable())
-	chatPlain = engine.Define[ChatIn, *ai.AgentRun](chatUnit, "plain", engine.POST("/chat/plain"), engine.Public())
+	chatFlow  = engine.DefineStream[ChatIn, agui.Event, ai.RunResult](chatUnit, "ask", engine.POST("/chat"), engine.Public(), engine.Durable())
+	chatPlain = engine.DefineStream[ChatIn, agui.Event, ai.RunResult](chatUnit, "plain", engine.POST("/chat/plain"), engine.Public())
 	// chatAGUI takes AG-UI's RunAgentInput as it is: what an AG-UI frontend posts to.
-	chatAGUI   = engine.Define[ai.Input, *ai.AgentRun](chatUnit, "agui", engine.POST("/chat/agui"), engine.Public(), engine.Durable())
+	chatAGUI   = engine.DefineStream[ai.Input, agui.Event, ai.RunResult](chatUnit, "agui", engine.POST("/chat/agui"), engine.Public(), engine.Durable())
 	chatSync   = engine.Define[ChatIn, *ai.AgentRun](chatUnit, "sync", engine.POST("/chat/sync"), engine.Public())
 	promptFlow = engine.Define[ChatIn, string](chatUnit, "prompt", engine.POST("/chat/prompt"), engine.Public(), engine.Durable())
-	textFlow   = engine.Define[ChatIn, *ai.TextStream](chatUnit, "text", engine.POST("/chat/text"), engine.Public())
+	textFlow   = engine.DefineStream[ChatIn, string, string](chatUnit, "text", engine.POST("/chat/text"), engine.Public())
 )
 
 // allTools is every tool flow; agents get these unless a scenario says otherwise.
@@ -219,7 +220,7 @@ type world struct {
 
 	mu      sync.Mutex
 	ran     map[string]int
-	runErr  error  // the last error ai.Run returned to a chat handler
+	runErr  error  // the last error ai.Run or ai.Stream returned to a chat handler
 	runID   string // the last durable run id seen by the prompt flow
 	askErrs []error
 }
@@ -262,12 +263,12 @@ func newWorld(t *testing.T, s setup) *world {
 	if subTools == nil {
 		subTools = []string{"tools.weather"}
 	}
-	researcher := ai.Agent("researcher", ai.Model("small", subProv, "model-small"), subTools, 0)
+	researcher := ai.Agent("researcher", ai.Model("small", subProv, "model-small"), ai.ToolNames(subTools...), 0)
 	tools := s.tools
 	if tools == nil {
 		tools = allTools
 	}
-	assistant := ai.Agent("assistant", model, tools, s.maxSteps, s.agentOpts...)
+	assistant := ai.Agent("assistant", model, ai.ToolNames(tools...), s.maxSteps, s.agentOpts...)
 
 	j, err := journal.New(memory.New(), journal.Options{PollInterval: 20 * time.Millisecond})
 	if err != nil {
@@ -279,12 +280,9 @@ func newWorld(t *testing.T, s setup) *world {
 	} else {
 		w.journal = j
 	}
-	chatWith := func(stream bool) func(fx *engine.Fx, in ChatIn) (*ai.AgentRun, error) {
-		return func(fx *engine.Fx, in ChatIn) (*ai.AgentRun, error) {
-			return w.runAgent(fx, assistant, in, stream)
-		}
+	chat := func(fx *engine.Fx, in ChatIn, out *engine.Stream[agui.Event]) (ai.RunResult, error) {
+		return w.streamAgent(fx, assistant, in, out)
 	}
-	chat := chatWith(true)
 	weather := func(_ *engine.Fx, in WeatherIn) (WeatherOut, error) {
 		w.note("weather")
 		return WeatherOut{City: in.City, TempC: len(in.City) * 3}, nil
@@ -338,16 +336,18 @@ func newWorld(t *testing.T, s setup) *world {
 			}
 			return run.Result().Text, nil
 		}),
-		engine.Bind(chatFlow, chat),
-		engine.Bind(chatPlain, chat),
-		engine.Bind(chatAGUI, func(fx *engine.Fx, in ai.Input) (*ai.AgentRun, error) {
-			run, err := ai.Run(fx, assistant, in, ai.RunOptions{Stream: true})
-			w.mu.Lock()
-			w.runErr = err
-			w.mu.Unlock()
+		engine.BindStream(chatFlow, chat),
+		engine.BindStream(chatPlain, chat),
+		engine.BindStream(chatAGUI, func(fx *engine.Fx, in ai.Input, out *engine.Stream[agui.Event]) (ai.RunResult, error) {
+			res, err := ai.Stream(fx, assistant, in, out, ai.RunOptions{})
+			w.keepErr(err)
+			return res, err
+		}),
+		engine.Bind(chatSync, func(fx *engine.Fx, in ChatIn) (*ai.AgentRun, error) {
+			run, err := ai.Run(fx, assistant, chatInput(in), ai.RunOptions{ThreadID: in.ThreadID})
+			w.keepErr(err)
 			return run, err
 		}),
-		engine.Bind(chatSync, chatWith(false)),
 		engine.Bind(promptFlow, func(fx *engine.Fx, in ChatIn) (string, error) {
 			if run := durable.RunOf(fx); run != nil {
 				w.mu.Lock()
@@ -367,8 +367,8 @@ func newWorld(t *testing.T, s setup) *world {
 			}
 			return text, nil
 		}),
-		engine.Bind(textFlow, func(fx *engine.Fx, in ChatIn) (*ai.TextStream, error) {
-			return ai.StreamText(fx, model, in.Message)
+		engine.BindStream(textFlow, func(fx *engine.Fx, in ChatIn, out *engine.Stream[string]) (string, error) {
+			return ai.StreamText(fx, model, in.Message, out)
 		}),
 	)
 	if err != nil {
@@ -383,9 +383,8 @@ func newWorld(t *testing.T, s setup) *world {
 	return w
 }
 
-// runAgent is the chat flows' handler: it starts assistant on the input the request
-// carried and keeps ai.Run's error for the test to inspect.
-func (w *world) runAgent(fx *engine.Fx, assistant *ai.AgentDef, in ChatIn, stream bool) (*ai.AgentRun, error) {
+// chatInput is the agent input a chat request carries.
+func chatInput(in ChatIn) any {
 	var input any = ai.Input{Message: in.Message, Messages: in.Messages, ThreadID: in.ThreadID}
 	switch {
 	case in.Text != "":
@@ -393,11 +392,22 @@ func (w *world) runAgent(fx *engine.Fx, assistant *ai.AgentDef, in ChatIn, strea
 	case in.Raw != nil:
 		input = in.Raw
 	}
-	run, err := ai.Run(fx, assistant, input, ai.RunOptions{Stream: stream, ThreadID: in.ThreadID})
+	return input
+}
+
+// streamAgent is the streaming chat flows' handler: it streams assistant's run on the
+// input the request carried and keeps ai.Stream's error for the test to inspect.
+func (w *world) streamAgent(fx *engine.Fx, assistant *ai.AgentDef, in ChatIn, out *engine.Stream[agui.Event]) (ai.RunResult, error) {
+	res, err := ai.Stream(fx, assistant, chatInput(in), out, ai.RunOptions{ThreadID: in.ThreadID})
+	w.keepErr(err)
+	return res, err
+}
+
+// keepErr keeps the last error a chat handler's run returned.
+func (w *world) keepErr(err error) {
 	w.mu.Lock()
 	w.runErr = err
 	w.mu.Unlock()
-	return run, err
 }
 
 // post sends body to path and returns the status and raw body.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/durable"
-	"github.com/bbc28f59/engine/internal/ext"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -55,15 +54,16 @@ func approvalWait(app *engine.App) time.Duration { return configOf(app).Approval
 // The unit of the built-in agent routes.
 var agentUnit = engine.NewUnit("agent")
 
-// ApproveIn is the body of POST /agent/approvals/approve.
+// ApproveIn is the body of POST /agent/approvals/approve. ID is required (a body
+// without it is a ValidationError); an ID nobody waits on is NotFound.
 type ApproveIn struct {
-	ID   string          `json:"id,omitempty"`
+	ID   string          `json:"id"`
 	Args json.RawMessage `json:"args,omitempty"`
 }
 
-// DenyIn is the body of POST /agent/approvals/deny.
+// DenyIn is the body of POST /agent/approvals/deny. ID is required, as in [ApproveIn].
 type DenyIn struct {
-	ID     string `json:"id,omitempty"`
+	ID     string `json:"id"`
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -112,7 +112,7 @@ func Install(opts Options) engine.Option {
 			}
 			return Decided{OK: true}, nil
 		}),
-		engine.Mount(http.MethodGet, FollowPath, followHandler{}),
+		engine.Handle(http.MethodGet, FollowPath, serveFollow),
 		engine.Validate(func(app *engine.App) error {
 			if !opts.PublicApprovals {
 				warnPublicApprovals(app)
@@ -134,7 +134,7 @@ func Install(opts Options) engine.Option {
 // run's stream) approve the call.
 func warnPublicApprovals(app *engine.App) {
 	for _, def := range app.Flows() {
-		if _, ok := approvalKey.Flow(app, def.ID()); !ok || !def.Public() || ext.HasGates(app, def.ID()) {
+		if _, ok := approvalKey.Flow(app, def.ID()); !ok || !def.Public() || app.HasGates(def.ID()) {
 			continue
 		}
 		app.Logger().Warn("ai: tool "+def.ID()+" needs approval but is public with no gate: anyone who holds one of its interrupt ids can approve it. Gate the tool (for example gate.Scopes) or, for a demo without sign-in, set ai.Options.PublicApprovals",

@@ -58,12 +58,7 @@ func resume(fx *engine.Fx, agent *AgentDef, entries []ResumeEntry, opts RunOptio
 	if err != nil {
 		return nil, err
 	}
-	r := &AgentRun{fx: fx, agent: agent, opts: opts, id: p.Stream, follow: &p}
-	if !opts.Stream {
-		r.execute(fx.Context(), nil)
-		return r, r.err
-	}
-	return r, nil
+	return &AgentRun{fx: fx, agent: agent, opts: opts, id: p.Stream, follow: &p}, nil
 }
 
 // decidedEntry is one checked resume entry, ready to be stored.
@@ -142,10 +137,10 @@ func decideResume(ctx context.Context, app *engine.App, p *engine.Principal, flo
 			}
 			readable[park.payload.StreamID] = true
 		}
-		expired := lapsed(park.record, now)
+		expired := durable.Lapsed(park.record, now)
 		if expired {
 			// The timeout is the decision: it is stored as the approval routes store it.
-			_ = timeOut(ctx, j, runID, park.record.Key)
+			_ = durable.TimeOut(ctx, app, runID, park.record.Key)
 		}
 		if expired || park.record.Decision != nil && park.record.Decision.Kind == journal.DecisionTimeout {
 			return resumePoint{}, engine.Conflict("interrupt %s expired at %s; the call was denied with reason timeout",
@@ -171,7 +166,7 @@ func decideResume(ctx context.Context, app *engine.App, p *engine.Principal, flo
 	for id, park := range parks {
 		switch {
 		case seen[id] || park.record.Decision != nil:
-		case lapsed(park.record, now):
+		case durable.Lapsed(park.record, now):
 			timedOut = append(timedOut, park.record.Key)
 		default:
 			missing = append(missing, id)
@@ -180,19 +175,22 @@ func decideResume(ctx context.Context, app *engine.App, p *engine.Principal, flo
 	if len(missing) > 0 {
 		return resumePoint{}, invalid(fmt.Errorf("ai: resume must answer every interrupt of the run; not answered: %s", strings.Join(missing, ", ")), "resume")
 	}
-	after, err := j.Driver().LastSeq(ctx, stream)
+	after, err := j.LastSeq(ctx, stream)
 	if err != nil {
 		return resumePoint{}, fmt.Errorf("ai: reading run %s: %w", stream, err)
 	}
 	// The timeouts first, so that the run wakes when the last answer is stored.
 	for _, key := range timedOut {
-		if err := timeOut(ctx, j, runID, key); err != nil {
+		if err := durable.TimeOut(ctx, app, runID, key); err != nil {
 			return resumePoint{}, err
 		}
 	}
 	// Stored as checked: the gates ran above, once, as they run once for an approval route.
 	for _, d := range decided {
-		if err := store(ctx, j, runID, parks[d.id].record.Key, d.kind, d.payload); err != nil {
+		payload, _ := json.Marshal(d.payload)
+		err := durable.Decide(ctx, app, p, runID, parks[d.id].record.Key, journal.Decision{Kind: d.kind, Payload: payload},
+			durable.DecideOptions{NotFound: noApproval})
+		if err != nil {
 			return resumePoint{}, err
 		}
 	}
@@ -227,25 +225,10 @@ type park struct {
 }
 
 // pendingParks returns the approval parks of a durable run by interrupt id, if the run
-// is the caller's tenant's: another tenant's run is NotFound, as an unknown one.
+// is the caller's tenant's ([durable.Parks]): another tenant's run is NotFound, as an
+// unknown one.
 func pendingParks(ctx context.Context, app *engine.App, p *engine.Principal, runID string) (map[string]park, error) {
-	unknown := engine.NotFound("no approval is waiting under this id")
-	j := durable.JournalOf(app)
-	rec, err := j.GetRun(ctx, runID)
-	if errors.Is(err, journal.ErrNotFound) {
-		return nil, unknown
-	}
-	if err != nil {
-		return nil, fmt.Errorf("ai: reading run %s: %w", runID, err)
-	}
-	tenant := ""
-	if p != nil {
-		tenant = p.Tenant
-	}
-	if rec.Tenant != tenant {
-		return nil, unknown
-	}
-	records, err := j.Driver().ListParks(ctx, runID)
+	records, err := durable.Parks(ctx, app, p, runID, noApproval)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +276,8 @@ func (r *AgentRun) relay(ctx context.Context, sse *httpx.SSEWriter) {
 	cfg := configOf(r.fx.App())
 	after := r.follow.After
 	var text resultText
-	if sse == nil {
+	collect := sse == nil || !r.live // nobody sees the events: the result's text is read from the log
+	if collect {
 		after = 0
 	}
 	wake, unsubscribe := j.Subscribe(r.follow.Stream)
@@ -307,7 +291,7 @@ func (r *AgentRun) relay(ctx context.Context, sse *httpx.SSEWriter) {
 			return
 		}
 		for _, row := range rows {
-			if sse != nil {
+			if !collect {
 				if err := sse.WriteEvent(row.Seq, row.Event); err != nil {
 					r.err = err
 					return

@@ -3,6 +3,7 @@ package ai_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -20,9 +21,9 @@ import (
 
 // The resume tests' own flows: a vault unit whose pay tool needs approval above 100
 // (mallory may not pay) and whose wipe tool always does (only operators may wipe), and a
-// counter unit whose flows take AG-UI's RunAgentInput and run the cashier agent: chat
-// streams unless forwardedProps is {"sync":true}, other is a second flow of the same
-// agent. The counter flows let red threads (threadId "red-…") through for the red team
+// counter unit whose streaming flows take AG-UI's RunAgentInput and run the cashier
+// agent: chat (whose result a caller may ask for alone, as JSON), and other, a second
+// flow of the same agent. The counter flows let red threads (threadId "red-…") through for the red team
 // only.
 var (
 	rsVaultUnit   = engine.NewUnit("vault")
@@ -30,8 +31,8 @@ var (
 
 	rsPay   = engine.Define[ApTransferIn, ApTransferOut](rsVaultUnit, "pay")
 	rsWipe  = engine.Define[ApTransferIn, ApTransferOut](rsVaultUnit, "wipe")
-	rsChat  = engine.Define[ai.Input, *ai.AgentRun](rsCounterUnit, "chat", engine.POST("/counter/chat"), engine.Durable())
-	rsOther = engine.Define[ai.Input, *ai.AgentRun](rsCounterUnit, "other", engine.POST("/counter/other"), engine.Durable())
+	rsChat  = engine.DefineStream[ai.Input, agui.Event, ai.RunResult](rsCounterUnit, "chat", engine.POST("/counter/chat"), engine.Durable())
+	rsOther = engine.DefineStream[ai.Input, agui.Event, ai.RunResult](rsCounterUnit, "other", engine.POST("/counter/other"), engine.Durable())
 )
 
 // rsRedTeam are the principals a red thread lets through.
@@ -76,7 +77,7 @@ type rsEnv struct {
 	*apEnv
 	mu       sync.Mutex
 	paid     []ApTransferIn
-	reparked [][]agui.Interrupt // what ai.Run's Interrupts held in the chat flow, when any
+	reparked []string // the runs ai.Stream said parked again (AcceptedError) in the chat flow
 }
 
 func newRsEnv(t *testing.T, cfg rsConfig) *rsEnv {
@@ -87,15 +88,15 @@ func newRsEnv(t *testing.T, cfg rsConfig) *rsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cashier := ai.Agent("cashier", ai.Model("default", prov, "gpt-test", ai.WithPricing(1, 2)), []string{"vault.pay", "vault.wipe"}, 0)
+	cashier := ai.Agent("cashier", ai.Model("default", prov, "gpt-test", ai.WithPricing(1, 2)), ai.Tools(rsPay, rsWipe), 0)
 	var jopts journal.Options
 	if cfg.clock != nil {
 		jopts.Now = cfg.clock.Now
 		jopts.LeaseTTL = 24 * time.Hour // the test moves the clock by hours; no lease lapses
 	}
 	e := &rsEnv{}
-	stream := func(fx *engine.Fx, in ai.Input) (*ai.AgentRun, error) {
-		return ai.Run(fx, cashier, in, ai.RunOptions{Stream: true})
+	stream := func(fx *engine.Fx, in ai.Input, out *engine.Stream[agui.Event]) (ai.RunResult, error) {
+		return ai.Stream(fx, cashier, in, out, ai.RunOptions{})
 	}
 	pay := func(_ *engine.Fx, in ApTransferIn) (ApTransferOut, error) {
 		e.mu.Lock()
@@ -112,16 +113,17 @@ func newRsEnv(t *testing.T, cfg rsConfig) *rsEnv {
 			return in.Amount > 100
 		})),
 		engine.Bind(rsWipe, pay, engine.Use(rsOperatorsOnly), ai.Approval(func(ApTransferIn) bool { return true })),
-		engine.Bind(rsChat, func(fx *engine.Fx, in ai.Input) (*ai.AgentRun, error) {
-			run, err := ai.Run(fx, cashier, in, ai.RunOptions{Stream: string(in.ForwardedProps) != `{"sync":true}`})
-			if run != nil && len(run.Interrupts()) > 0 {
+		engine.BindStream(rsChat, func(fx *engine.Fx, in ai.Input, out *engine.Stream[agui.Event]) (ai.RunResult, error) {
+			res, err := ai.Stream(fx, cashier, in, out, ai.RunOptions{})
+			var again *engine.AcceptedError
+			if errors.As(err, &again) {
 				e.mu.Lock()
-				e.reparked = append(e.reparked, run.Interrupts())
+				e.reparked = append(e.reparked, again.RunID)
 				e.mu.Unlock()
 			}
-			return run, err
+			return res, err
 		}, engine.Use(rsRedOnly)),
-		engine.Bind(rsOther, stream, engine.Use(rsRedOnly)),
+		engine.BindStream(rsOther, stream, engine.Use(rsRedOnly)),
 	}})
 	return e
 }
@@ -138,6 +140,9 @@ func (e *rsEnv) post(t *testing.T, path, user string, operator bool, body string
 	hdr := http.Header{}
 	if operator {
 		hdr.Set(apOperatorHeader, "1")
+	}
+	if strings.Contains(body, `"forwardedProps":{"sync":true}`) {
+		hdr.Set("Accept", "application/json") // the result alone, not the events
 	}
 	res, raw := e.request(t, http.MethodPost, path, user, hdr, body)
 	return res.StatusCode, string(raw)
@@ -163,7 +168,8 @@ func rsResume(thread string, entries ...string) string {
 	return `{"threadId":"` + thread + `","runId":"r2","messages":[],"resume":[` + strings.Join(entries, ",") + `]}`
 }
 
-// rsResumeSync is rsResume asking for a reply without streaming.
+// rsResumeSync is rsResume asking for a reply without streaming (post sends it with
+// Accept: application/json).
 func rsResumeSync(thread string, entries ...string) string {
 	return `{"threadId":"` + thread + `","runId":"r2","messages":[],"forwardedProps":{"sync":true},"resume":[` + strings.Join(entries, ",") + `]}`
 }
@@ -322,11 +328,14 @@ func TestResumeWithoutStreaming(t *testing.T) {
 	e.mu.Lock()
 	reparked := e.reparked
 	e.mu.Unlock()
-	if len(reparked) != 1 || len(reparked[0]) != 1 || reparked[0][0].ToolCallID != "call_2" || reparked[0][0].Payload.Tool != "vault.pay" {
-		t.Fatalf("ai.Run's interrupts %+v, want the one of call_2", reparked)
+	if len(reparked) != 1 || reparked[0] != flowRun {
+		t.Fatalf("ai.Stream said %v parked again, want %s", reparked, flowRun)
 	}
-
-	status, body = e.post(t, "/counter/chat", apAlice, false, rsResumeSync("t", rsEntry(reparked[0][0].ID, "resolved")))
+	second, err := agui.NewInterruptID(flowRun, "call_2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, body = e.post(t, "/counter/chat", apAlice, false, rsResumeSync("t", rsEntry(second, "resolved")))
 	if status != http.StatusOK {
 		t.Fatalf("finished: HTTP %d %s", status, body)
 	}

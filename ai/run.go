@@ -5,43 +5,31 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/httpx"
-	"github.com/bbc28f59/engine/internal/ext"
-	"github.com/bbc28f59/engine/internal/jsonx"
 	"github.com/bbc28f59/engine/journal"
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/google/uuid"
 )
 
-// RunOptions are the options of [Run].
+// RunOptions are the options of [Run] and [Stream].
 type RunOptions struct {
-	// Stream selects event streaming: return the run from the handler and the response
-	// is a text/event-stream of AG-UI events. Without it Run runs the agent to its end
-	// before returning, and the run encodes as its [RunResult].
-	Stream bool
-	// ThreadID is sent in RUN_STARTED and RUN_FINISHED; the default is the run id, which
-	// is unique (never a per-process counter).
+	// ThreadID is sent in RUN_STARTED and RUN_FINISHED; the default is the input's
+	// threadId, else the run id, which is unique (never a per-process counter).
 	ThreadID string
 }
 
-// RunResult is the outcome of a finished run.
-type RunResult struct {
-	Text       string          `json:"text"`
-	Output     json.RawMessage `json:"output,omitempty"`
-	Cost       float64         `json:"cost"`
-	StopReason string          `json:"stopReason"`
-	Usage      *agui.Usage     `json:"usage,omitempty"`
-}
+// RunResult is the outcome of a finished run: what [Stream] returns to a streaming
+// flow's handler (and a durable run of the flow records), and what [AgentRun.Result]
+// holds ([agui.RunOutput]).
+type RunResult = agui.RunOutput
 
-// AgentRun is one run of an agent. Returned from a flow handler it streams (see
-// [RunOptions.Stream]); inside a durable flow every model call and tool call is a journal
-// step, so a resumed run does not call the model or the tools again.
+// AgentRun is one run of an agent that [Run] ran to its end without streaming. Inside a
+// durable flow every model call and tool call is a journal step, so a resumed run does
+// not call the model or the tools again.
 type AgentRun struct {
 	fx         *engine.Fx
 	agent      *AgentDef
@@ -58,8 +46,8 @@ type AgentRun struct {
 	log        *journal.LogWriter // opened by the run id's step in a durable streaming run
 	follow     *resumePoint       // a resume: the response relays the parked run's log from here
 	aguiClient bool               // the input named an AG-UI runId: message ids carry the run id
+	live       bool               // a client reads the run's events as they happen
 
-	started    bool
 	finished   bool
 	parked     bool
 	aborted    bool
@@ -69,14 +57,92 @@ type AgentRun struct {
 }
 
 // HeaderOmitDone is the request header with which a caller asks an agent stream to leave
-// out the final data: [DONE] frame, which stock AG-UI clients reject. Any value but "" or
-// "0" omits it.
-const HeaderOmitDone = "Engine-Omit-Done"
+// out the final data: [DONE] frame, which stock AG-UI clients reject ([engine.HeaderOmitDone]).
+const HeaderOmitDone = engine.HeaderOmitDone
 
-// Run starts agent with input: a string, an [Input] ({message} or {messages}), or any
-// value encoding to one. With Stream it returns at once and the run happens when the
-// handler returns it; without, it runs to the end first and returns its error, if any.
+// Run runs agent with input to its end and returns the run: input is a string, an
+// [Input] ({message} or {messages}, or AG-UI's RunAgentInput), or any value encoding to
+// one. Its error is the run's: [engine.ErrParked] (wrapped) when it parked for an
+// approval, a [*RunError] when it failed. A run's events still reach its event log when
+// the flow is durable; to stream them to the caller, use [Stream] in a streaming flow.
+//
+// An input that answers interrupts (RunAgentInput.resume) decides them and waits for the
+// resumed run (which runs under its own durable run) to end: with its result when it
+// finishes; when it parks again, the returned run's [AgentRun.Interrupts] are the new
+// ones and the error an [*engine.AcceptedError] naming the parked run, so a flow returning
+// it is answered 202 as a call whose run parked.
 func Run(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions) (*AgentRun, error) {
+	r, err := prepare(fx, agent, input, opts, false)
+	if err != nil {
+		return nil, err
+	}
+	r.execute(fx.Context(), nil)
+	switch {
+	case r.parked:
+		return r, fmt.Errorf("%w: agent %s waits for approval", engine.ErrParked, agent.name)
+	case r.err == nil && len(r.interrupts) > 0:
+		return r, r.parkedAgain()
+	}
+	return r, r.err
+}
+
+// parkedAgain is the answer of a resume whose relayed run parked again: that run waits,
+// under its own id, while this flow's call (and its durable run) is over.
+func (r *AgentRun) parkedAgain() error {
+	run, _, err := agui.ParseInterruptID(r.interrupts[0].ID)
+	if err != nil {
+		return err
+	}
+	return &engine.AcceptedError{RunID: run}
+}
+
+// Stream runs agent with input (as [Run] takes it) in the handler of a streaming flow,
+// writing the run's AG-UI events to out as they happen: one event per data: frame, the
+// stored log's seq as its id: when the app has a journal, then data: [DONE]. It returns
+// when the run is over:
+//
+//   - finished: its result (RUN_FINISHED carried it too);
+//   - parked for an approval: an error wrapping [engine.ErrParked], after the RUN_FINISHED
+//     that carries the interrupts — return it from the handler, and the durable run
+//     waits for the decision;
+//   - failed: a [*RunError], after the RUN_ERROR that said so.
+//
+// A failure before the first event (a bad input, an agent declared wrongly) returns an
+// error with nothing sent, so the caller is answered with the envelope.
+//
+//	engine.BindStream(Ask, func(fx *engine.Fx, in ai.Input, out *engine.Stream[agui.Event]) (ai.RunResult, error) {
+//		return ai.Stream(fx, assistant, in, out, ai.RunOptions{})
+//	})
+func Stream(fx *engine.Fx, agent *AgentDef, input any, out *engine.Stream[agui.Event], opts RunOptions) (RunResult, error) {
+	if out == nil {
+		return RunResult{}, errors.New("ai: Stream: nil stream")
+	}
+	r, err := prepare(fx, agent, input, opts, true)
+	if err != nil {
+		return RunResult{}, err
+	}
+	r.live = out.Live()
+	r.execute(fx.Context(), out.SSE())
+	_ = out.Done()
+	switch {
+	case r.follow != nil && r.err == nil && len(r.interrupts) > 0 && !out.Live():
+		// Nobody saw the interrupts: answer as a call whose run parks, naming that run.
+		return RunResult{}, r.parkedAgain()
+	case r.follow != nil && r.err == nil:
+		// A resume's own flow run ends here even when the run it relayed parked again:
+		// that run waits under its own id, answered by the next resume.
+		return r.result, nil
+	case r.parked:
+		return RunResult{}, fmt.Errorf("%w: agent %s waits for approval", engine.ErrParked, agent.name)
+	case r.err != nil:
+		return RunResult{}, r.err
+	}
+	return r.result, nil
+}
+
+// prepare checks the agent and the input and begins the run: its id (a step, so a
+// resumed run keeps its id and its log) and its tools.
+func prepare(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions, stream bool) (*AgentRun, error) {
 	if err := agent.validate(); err != nil {
 		return nil, err
 	}
@@ -106,9 +172,9 @@ func Run(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions) (*AgentRun,
 		r.tools = append(r.tools, ToolSpec{Name: wire, Description: def.Description(), Parameters: params})
 	}
 	r.addClientTools(in.tools)
-	// The run id is a step, so a resumed run keeps its id and its log. A durable run that
-	// streams creates its log's stream in the same journal write.
-	if r.durable != nil && opts.Stream {
+	// A durable run that streams creates its log's stream in the same journal write as
+	// the run id's step.
+	if r.durable != nil && stream {
 		r.log, err = r.durable.CreateLogStep(fx.Context(), "agent-run:"+agent.name,
 			func() journal.Stream { return r.stream(newRunID()) }, logOptions)
 		if err == nil {
@@ -124,13 +190,6 @@ func Run(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions) (*AgentRun,
 	if r.threadID == "" {
 		r.threadID = r.id
 	}
-	if !opts.Stream {
-		r.execute(fx.Context(), nil)
-		if r.parked {
-			return r, engine.ErrParked
-		}
-		return r, r.err
-	}
 	return r, nil
 }
 
@@ -144,15 +203,14 @@ func (r *AgentRun) Result() RunResult { return r.result }
 // Interrupts returns the approval interrupts of a parked run.
 func (r *AgentRun) Interrupts() []agui.Interrupt { return r.interrupts }
 
-// MarshalJSON encodes the run's result, for runs returned without streaming.
+// MarshalJSON encodes the run's result.
 func (r *AgentRun) MarshalJSON() ([]byte, error) { return json.Marshal(r.result) }
 
 // UnmarshalJSON decodes a run's result as [AgentRun.MarshalJSON] encodes it, so that a
-// client calling a flow whose output is *AgentRun without streaming (clientx.Call) gets
-// the run's outcome from [AgentRun.Result]. The decoded value is a record of a finished
-// run on the server, not a run: its [AgentRun.ID] is "" and it has no interrupts (a run
-// that parks answers 202 with no data instead). A streamed run is not JSON: read it with
-// the streaming call of clientx/agent.
+// client calling a flow whose output is *AgentRun (clientx.Call) gets the run's outcome
+// from [AgentRun.Result]. The decoded value is a record of a finished run on the server,
+// not a run: its [AgentRun.ID] is "" and it has no interrupts (a run that parks answers
+// 202 with no data instead).
 func (r *AgentRun) UnmarshalJSON(b []byte) error {
 	var res RunResult
 	if err := json.Unmarshal(b, &res); err != nil {
@@ -162,83 +220,9 @@ func (r *AgentRun) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// JSONSchema describes a streamed run for the descriptor: an event stream, not JSON.
-func (*AgentRun) JSONSchema() *jsonschema.Schema {
-	return &jsonschema.Schema{Type: "string", Description: "text/event-stream of AG-UI events, one JSON event per data: frame, ending with data: [DONE]"}
-}
-
-// Respond streams the run as server-sent events: one AG-UI event per data: frame, the
-// stored log seq as id:, then data: [DONE].
-func (r *AgentRun) Respond(fx *engine.Fx, w http.ResponseWriter, req *http.Request) {
-	if !r.opts.Stream || r.started {
-		if r.follow != nil && len(r.interrupts) > 0 {
-			// A resume whose run parked again answers as a call whose run parks, naming
-			// the parked run (its own flow run is over).
-			if run, _, err := agui.ParseInterruptID(r.interrupts[0].ID); err == nil {
-				fx.SetMeta("runId", run)
-			}
-			ext.WriteParked(fx, w, req)
-			return
-		}
-		engine.WriteData(fx, w, req, r.result)
-		return
-	}
-	sse := httpx.NewSSEWriter(w, httpx.SSEOptions{})
-	r.execute(req.Context(), sse)
-	if v := req.Header.Get(HeaderOmitDone); v == "" || v == "0" {
-		_ = sse.WriteDone()
-	}
-	_ = sse.Close()
-}
-
-// Outcome reports how the run ended, for package durable ([durable.Outcome]): parked,
-// failed or its result.
-func (r *AgentRun) Outcome() (any, error) {
-	switch {
-	case r.follow != nil && r.err == nil:
-		// A resume's own flow run ends here even when the run it relayed parked again:
-		// that run waits under its own id, answered by the next resume.
-		return r.result, nil
-	case r.parked:
-		return nil, engine.ErrParked
-	case r.err != nil:
-		return nil, r.err
-	}
-	if b, err := r.result.appendJSON(make([]byte, 0, len(r.result.Text)+len(r.result.Output)+96)); err == nil {
-		return json.RawMessage(b), nil // stored as is: encoded once, the output not scanned twice
-	}
-	return r.result, nil
-}
-
-// appendJSON encodes r as json.Marshal does. The output, often the run's whole final
-// text, is copied after one scan when it is a plain JSON string (jsonx.AppendValue).
-func (r RunResult) appendJSON(dst []byte) ([]byte, error) {
-	dst = append(dst, `{"text":`...)
-	dst = jsonx.AppendString(dst, r.Text)
-	var err error
-	if len(r.Output) > 0 {
-		if dst, err = jsonx.AppendValue(append(dst, `,"output":`...), r.Output); err != nil {
-			return dst, err
-		}
-	}
-	if dst, err = jsonx.AppendFloat(append(dst, `,"cost":`...), r.Cost); err != nil {
-		return dst, err
-	}
-	dst = jsonx.AppendString(append(dst, `,"stopReason":`...), r.StopReason)
-	if r.Usage != nil {
-		b, err := json.Marshal(r.Usage)
-		if err != nil {
-			return dst, err
-		}
-		dst = append(append(dst, `,"usage":`...), b...)
-	}
-	return append(dst, '}'), nil
-}
-
 // execute runs the loop once, with the event log when the app has a journal and the run
 // streams, and with CUSTOM notices on the parent run when this is a subagent.
 func (r *AgentRun) execute(ctx context.Context, sse *httpx.SSEWriter) {
-	r.started = true
 	if r.follow != nil {
 		r.relay(ctx, sse)
 		return
@@ -248,7 +232,7 @@ func (r *AgentRun) execute(ctx context.Context, sse *httpx.SSEWriter) {
 	if parent != nil {
 		parent.custom(agui.CustomSubagentStarted, map[string]any{"agent": r.agent.name, "runId": r.id})
 	}
-	if j := durable.JournalOf(r.fx.App()); j != nil && r.opts.Stream {
+	if j := durable.JournalOf(r.fx.App()); j != nil && sse != nil {
 		w, err := r.openLog(ctx, j)
 		if err != nil {
 			r.err = err

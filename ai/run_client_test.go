@@ -51,7 +51,7 @@ func newRCServer(t *testing.T) *rcServer {
 		scripted.Turn{ToolCalls: []ai.ToolCall{{ID: "call_1", Name: "rc_forecast", Arguments: `{"city":"Paris"}`}}},
 		scripted.Turn{Text: "It is sunny in Paris.", Usage: ai.Usage{InputTokens: &in, OutputTokens: &out}},
 	), "scripted-1", ai.WithPricing(1, 2))
-	forecaster := ai.Agent("forecaster", model, []string{"rc.forecast"}, 0)
+	forecaster := ai.Agent("forecaster", model, ai.Tools(rcForecast), 0)
 	s := &rcServer{}
 	var err error
 	s.app, err = engine.New(

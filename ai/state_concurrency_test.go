@@ -13,6 +13,7 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai"
+	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/ai/providers/openai"
 	"github.com/bbc28f59/engine/ai/providers/openai/openaitest"
 )
@@ -24,7 +25,7 @@ type FanIn struct {
 var (
 	fanUnit  = engine.NewUnit("fan")
 	fanTool  = engine.Define[FanIn, bool](fanUnit, "out", engine.Public())
-	fanAgent = engine.Define[ai.Input, *ai.AgentRun](fanUnit, "chat", engine.POST("/fan/chat"), engine.Public())
+	fanAgent = engine.DefineStream[ai.Input, agui.Event, ai.RunResult](fanUnit, "chat", engine.POST("/fan/chat"), engine.Public())
 )
 
 // A tool that sets the state from several goroutines at once: every change is emitted,
@@ -48,7 +49,7 @@ func TestSetStateFromGoroutinesKeepsTheClientInStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent := ai.Agent("fan", ai.Model("m", prov, "gpt"), []string{"fan.out"}, 0)
+	agent := ai.Agent("fan", ai.Model("m", prov, "gpt"), ai.Tools(fanTool), 0)
 	app, err := engine.New(engine.WithLogger(slog.New(slog.DiscardHandler)),
 		engine.Bind(fanTool, func(fx *engine.Fx, in FanIn) (bool, error) {
 			var wg sync.WaitGroup
@@ -66,8 +67,8 @@ func TestSetStateFromGoroutinesKeepsTheClientInStep(t *testing.T) {
 			wg.Wait()
 			return true, nil
 		}),
-		engine.Bind(fanAgent, func(fx *engine.Fx, in ai.Input) (*ai.AgentRun, error) {
-			return ai.Run(fx, agent, in, ai.RunOptions{Stream: true})
+		engine.BindStream(fanAgent, func(fx *engine.Fx, in ai.Input, out *engine.Stream[agui.Event]) (ai.RunResult, error) {
+			return ai.Stream(fx, agent, in, out, ai.RunOptions{})
 		}))
 	if err != nil {
 		t.Fatal(err)

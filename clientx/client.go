@@ -102,15 +102,34 @@ func (c *Client) Route(id string) (engine.Route, bool) {
 // run) is not read: Call hangs up at once and fails with a TransportError that says to
 // use the streaming call instead.
 func Call[In, Out any](ctx context.Context, c *Client, f *engine.Flow[In, Out], in In) Result[Out] {
-	if c == nil || f == nil || f.Def() == nil {
-		return Result[Out]{Error: clientError(engine.CodeValidation, "clientx: Call: nil client or flow")}
+	if f == nil {
+		return callDef[Out](ctx, c, nil, in, "Call")
+	}
+	return callDef[Out](ctx, c, f.Def(), in, "Call")
+}
+
+// callDef encodes in and calls the flow def through c.
+func callDef[Out any](ctx context.Context, c *Client, def *engine.FlowDef, in any, what string) Result[Out] {
+	if c == nil || def == nil {
+		return Result[Out]{Error: clientError(engine.CodeValidation, "clientx: "+what+": nil client or flow")}
 	}
 	body, err := json.Marshal(in)
 	if err != nil {
-		return Result[Out]{Error: clientError(engine.CodeValidation, "encoding input of "+f.ID()+": "+err.Error())}
+		return Result[Out]{Error: clientError(engine.CodeValidation, "encoding input of "+def.ID()+": "+err.Error())}
 	}
-	def := f.Def()
 	return send[Out](ctx, c, def.Unit(), def.Name(), body)
+}
+
+// CallResult calls the streaming flow f for its result alone: the server runs it as it
+// would for a stream and answers the result as the envelope (the request asks for
+// application/json), so a caller that has no use for the events (a job, another
+// service) gets the outcome as from [Call]: a parked durable run answers 202 with its
+// run id in Meta, a failure is the envelope's error.
+func CallResult[In, Ev, Out any](ctx context.Context, c *Client, f *engine.StreamFlow[In, Ev, Out], in In) Result[Out] {
+	if f == nil {
+		return callDef[Out](ctx, c, nil, in, "CallResult")
+	}
+	return callDef[Out](ctx, c, f.Def(), in, "CallResult")
 }
 
 // Call calls a flow by name ("unit.flow") with any JSON-encodable input (nil for

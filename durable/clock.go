@@ -12,7 +12,6 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/bbc28f59/engine"
-	"github.com/bbc28f59/engine/internal/ext"
 	"github.com/bbc28f59/engine/journal"
 )
 
@@ -150,11 +149,11 @@ func (s *clockSet) add(c *clock) {
 	s.mu.Unlock()
 }
 
-func (s *clockSet) start(app *engine.App) {
+func (s *clockSet) start(app *engine.App, r *runner) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range s.clocks {
-		c.start(app)
+		c.start(app, r)
 	}
 }
 
@@ -180,6 +179,7 @@ type clock struct {
 
 	app        *engine.App
 	j          *journal.Journal
+	r          *runner
 	cancel     context.CancelFunc // stops the schedule
 	cancelRuns context.CancelFunc // cancels the running ticks, when Close cannot wait for them
 	wg         sync.WaitGroup
@@ -198,8 +198,8 @@ func TickRunID(flow string, at time.Time) string {
 // outage the first instance back finds the ticks it missed from it.
 const lastSignal = "engine.clock.last"
 
-func (c *clock) start(app *engine.App) {
-	c.app, c.j = app, JournalOf(app)
+func (c *clock) start(app *engine.App, r *runner) {
+	c.app, c.j, c.r = app, JournalOf(app), r
 	runs, cancelRuns := context.WithCancel(context.Background())
 	ctx, cancel := context.WithCancel(runs)
 	c.cancel, c.cancelRuns = cancel, cancelRuns
@@ -299,15 +299,8 @@ func (c *clock) fire(ctx, runs context.Context, at time.Time) {
 	if raw, err := json.Marshal(at); err == nil {
 		_, _ = c.j.SetSignal(ctx, lastSignal, c.flow, raw, false)
 	}
-	def, ok := c.app.Lookup(c.flow)
-	handle, decode, _ := ext.Handler(c.app, c.flow)
-	if !ok || handle == nil {
-		_ = run.Fail(ctx, "durable: flow "+c.flow+" is not bound on this instance")
-		return
-	}
-	in, err := decode(input)
-	if err != nil {
-		_ = run.Fail(ctx, "durable: decoding the tick's input: "+err.Error())
+	fx, in, ok := c.r.prepare(runs, run, input)
+	if !ok {
 		return
 	}
 	// The tick runs beside the schedule, so a long tick does not delay the next one;
@@ -322,9 +315,6 @@ func (c *clock) fire(ctx, runs context.Context, at time.Time) {
 				_ = run.Fail(rctx, "panic")
 			}
 		}()
-		fx := ext.CallFx(c.app, rctx, def, nil)
-		execKey.Set(fx, &execution{run: run})
-		r := &runner{app: c.app, j: c.j}
-		_, _ = r.wrap(def, handle)(fx, in)
+		_, _ = c.r.handlers[c.flow](fx, in)
 	}()
 }

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/bbc28f59/engine"
-	"github.com/bbc28f59/engine/internal/ext"
 	"github.com/bbc28f59/engine/journal"
 )
 
@@ -55,30 +55,35 @@ var execKey = engine.NewKey[*execution]("durable execution")
 // lease expiry. It mounts [RunPath], where whoever may follow a run reads its state.
 // [engine.App.Start] starts the journal's background work and
 // [engine.App.Close] stops it. Without With, durable flows run as ordinary flows.
+//
+// The runner is an [engine.InterceptHandler] interceptor: it wraps the handler of each
+// durable flow inside the flow's gates, which a run passes once, when it begins.
 func With(j *journal.Journal) engine.Option {
 	if j == nil {
 		return engine.InvalidOption(errors.New("durable: With: nil journal"))
 	}
 	clocks := &clockSet{}
+	r := &runner{j: j, handlers: map[string]engine.HandlerFunc{}}
 	return engine.Options(
 		journalKey.Option(j),
-		ext.AppOption(func(a *engine.App) error {
-			r := &runner{app: a, j: j}
-			if err := ext.SetDurable(a, r.wrap); err != nil {
-				return fmt.Errorf("durable: With: %w", err)
-			}
+		runnerKey.Option(r),
+		engine.InterceptHandler(r.intercept),
+		engine.Handle(http.MethodGet, RunPath, serveRun),
+		clocksKey.Option(clocks),
+		// The journal resumes runs through the app from the moment it exists (a test
+		// may drive recovery by hand without starting the app).
+		engine.Validate(func(a *engine.App) error {
+			r.app = a
 			j.SetResumer(r.resume)
 			return nil
 		}),
-		ext.MountEngine("runs", "runId", runHandler{}),
-		clocksKey.Option(clocks),
 		// Schedules start after the journal and stop before it, so no tick begins on a
 		// journal that is not running.
 		engine.OnStart(func(ctx context.Context, a *engine.App) error {
 			if err := j.Start(ctx); err != nil {
 				return err
 			}
-			clocks.start(a)
+			clocks.start(a, r)
 			return nil
 		}),
 		engine.OnClose(func(ctx context.Context, _ *engine.App) error {
@@ -87,6 +92,9 @@ func With(j *journal.Journal) engine.Option {
 		}),
 	)
 }
+
+// runnerKey holds the app's runner.
+var runnerKey = engine.NewKey[*runner]("durable runner")
 
 // JournalOf returns the journal the app was built [With], or nil.
 func JournalOf(app *engine.App) *journal.Journal {
@@ -191,12 +199,4 @@ func MapError(err error) error {
 		return engine.NewError(engine.CodeNotFound, map[string]any{"message": "not found"}).WithCause(err)
 	}
 	return err
-}
-
-// Outcome is implemented by an [engine.Responder] whose work runs while it responds (an
-// agent stream): after Respond returns, the journal run ends with its result. An output
-// of type json.RawMessage is stored as it is, so it must be valid JSON; any other output
-// is stored as json.Marshal encodes it.
-type Outcome interface {
-	Outcome() (output any, err error)
 }

@@ -5,20 +5,30 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/bbc28f59/engine"
-	"github.com/bbc28f59/engine/internal/callkey"
-	"github.com/bbc28f59/engine/internal/ext"
 	"github.com/bbc28f59/engine/journal"
 )
 
 // runner wraps durable handlers: it begins the run before the handler and ends it
 // after, unless the call is a resumption that already holds the run.
 type runner struct {
-	app *engine.App
-	j   *journal.Journal
+	app      *engine.App // set when the app starts, before the journal resumes anything
+	j        *journal.Journal
+	handlers map[string]engine.HandlerFunc // flow id → its handler as the runner wraps it; written while the app is built
+}
+
+// intercept wraps the handler of each durable flow (an [engine.Interceptor] inside the
+// gates), and keeps the wrapped handler for the executions it starts itself: resumes and
+// clock ticks.
+func (r *runner) intercept(def *engine.FlowDef, next engine.HandlerFunc) engine.HandlerFunc {
+	if !def.Durable() {
+		return next
+	}
+	h := r.wrap(def, next)
+	r.handlers[def.ID()] = h
+	return h
 }
 
 func (r *runner) wrap(def *engine.FlowDef, next engine.HandlerFunc) engine.HandlerFunc {
@@ -28,10 +38,7 @@ func (r *runner) wrap(def *engine.FlowDef, next engine.HandlerFunc) engine.Handl
 		}
 		// A flow called by a durable run takes its run id from the call: a replay that
 		// calls it again finds the run and attaches to it instead of starting another.
-		id := ""
-		if sc := callkey.From(fx.Context()); sc != nil && sc.TakeAsRun() {
-			id = sc.Key()
-		}
+		id, _ := fx.ClaimRunID()
 		input, err := json.Marshal(in)
 		if err != nil {
 			return nil, fmt.Errorf("durable: encoding input of durable flow %s: %w", def.ID(), err)
@@ -59,16 +66,9 @@ func (r *runner) execute(fx *engine.Fx, run *journal.Run, next engine.HandlerFun
 		e = &execution{run: run}
 		execKey.Set(fx, e)
 	}
-	ext.SetContext(fx, run.CallContext(fx.Context()))
+	fx = fx.WithContext(run.CallContext(fx.Context()))
 	defer failOnPanic(fx.Context(), run)
 	out, err := next(fx, in)
-	if err == nil {
-		if resp, ok := out.(engine.Responder); ok {
-			// The work goes on while the response is written (an agent stream): the
-			// run ends when the responder does.
-			return durableResponder{inner: resp, exec: e, r: r}, nil
-		}
-	}
 	err = r.endRun(fx, e, out, err)
 	if errors.Is(err, engine.ErrParked) {
 		fx.SetMeta("runId", run.ID) // the parked reply names the run, to find it again
@@ -189,39 +189,19 @@ func storedFailure(rec journal.RunRecord) error {
 	return fmt.Errorf("durable: durable run %s of %s failed: %s", rec.ID, rec.Flow, rec.Error)
 }
 
-// encodedOutput is an [Outcome]'s json.RawMessage, which endRun stores without
-// encoding (and so re-validating) it again.
-type encodedOutput json.RawMessage
-
-type durableResponder struct {
-	inner engine.Responder
-	exec  *execution
-	r     *runner
-}
-
-func (d durableResponder) Respond(fx *engine.Fx, w http.ResponseWriter, req *http.Request) {
-	defer failOnPanic(fx.Context(), d.exec.run)
-	d.inner.Respond(fx, w, req)
-	var out any
-	var err error
-	if o, ok := d.inner.(Outcome); ok {
-		out, err = o.Outcome()
-		if raw, ok := out.(json.RawMessage); ok {
-			out = encodedOutput(raw)
-		}
-	}
-	if endErr := d.r.endRun(fx, d.exec, out, err); endErr != nil && !errors.Is(endErr, engine.ErrParked) {
-		d.r.app.Logger().Debug("durable: durable run ended with an error", "flow", fx.Flow().ID(), "run", d.exec.run.ID, "err", endErr)
-	}
-}
-
 // endRun records how an execution of a durable run ended: parked, completed or failed.
 // An execution that returns without an error while a [Park] it was told is pending is
 // still undecided parks: a pending decision never completes a run.
 func (r *runner) endRun(fx *engine.Fx, e *execution, out any, err error) error {
 	ctx := context.WithoutCancel(fx.Context())
-	logger := r.app.Logger()
+	logger := fx.App().Logger()
 	run := e.run
+	var acc *engine.AcceptedError
+	var answer error // what the caller is answered when the run completes
+	if errors.As(err, &acc) && !e.parked() {
+		// The call's answer is another run that waits: this run is over.
+		answer, err = err, nil
+	}
 	if err == nil && e.parked() {
 		logger.WarnContext(ctx, "durable: the handler returned no error while a park it made is pending, so its run parks: return the error of durable.Park", "flow", fx.Flow().ID(), "run", run.ID)
 		err = fmt.Errorf("%w: the handler returned without the error of durable.Park", engine.ErrParked)
@@ -251,12 +231,8 @@ func (r *runner) endRun(fx *engine.Fx, e *execution, out any, err error) error {
 		}
 		return err
 	}
-	var raw json.RawMessage
-	if enc, ok := out.(encodedOutput); ok {
-		raw = json.RawMessage(enc)
-	} else if b, mErr := json.Marshal(out); mErr == nil {
-		raw = b
-	} else {
+	raw, mErr := json.Marshal(out)
+	if mErr != nil {
 		// Not stored as a completion with no result: the caller is answered the output's
 		// error by the flow's encoder, and the run records why it failed.
 		if fErr := run.Fail(ctx, "encoding the output: "+mErr.Error()); fErr != nil {
@@ -267,5 +243,5 @@ func (r *runner) endRun(fx *engine.Fx, e *execution, out any, err error) error {
 	if cErr := run.Complete(ctx, raw); cErr != nil {
 		logger.ErrorContext(ctx, "durable: completing run", "run", run.ID, "err", cErr)
 	}
-	return nil
+	return answer
 }

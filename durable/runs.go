@@ -1,14 +1,13 @@
 package durable
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/bbc28f59/engine"
-	"github.com/bbc28f59/engine/clientx"
-	"github.com/bbc28f59/engine/internal/ext"
 	"github.com/bbc28f59/engine/journal"
 )
 
@@ -16,27 +15,20 @@ import (
 // [With]: GET /_engine/runs/:runId.
 const RunPath = "/_engine/runs/:runId"
 
-// RunState is the reply of [RunPath], the type clientx.GetRun decodes: where a durable
-// run is, and how it ended.
-type RunState = clientx.RunState
+// RunState is the reply of [RunPath] ([engine.RunState]), which clientx.GetRun decodes:
+// where a durable run is, and how it ended.
+type RunState = engine.RunState
 
 // RunError is the failure of a failed run in [RunState].
-type RunError = clientx.RunError
+type RunError = engine.RunError
 
-// runHandler serves [RunPath]. Access is the follow route's: the caller must pass the
-// gates of the flow that started the run (as a read: a rate limit of the flow draws
-// nothing from a poll), be in its tenant, and be the starting principal or an operator.
-// A caller without credentials gets 401 Unauthorized; any other caller who may not read
-// the run gets 404 NotFound, as for a run that does not exist, so another tenant's run
-// ids reveal nothing. A run started without a principal and tenant is public.
-type runHandler struct{}
-
-func (runHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	fx, p, ok := ext.Route(w, r)
-	if !ok {
-		return
-	}
-	st, err := readRun(fx, p, r.PathValue("runId"))
+// serveRun serves [RunPath]. Access is the follow route's ([MayRead]): the caller must
+// pass the gates of the flow that started the run (as a read), be in its tenant, and be
+// the starting principal or an operator. A caller without credentials gets 401
+// Unauthorized; any other caller who may not read the run gets 404 NotFound, as for a run
+// that does not exist, so another tenant's run ids reveal nothing.
+func serveRun(fx *engine.Fx, w http.ResponseWriter, r *http.Request) {
+	st, err := readRun(fx.Context(), fx.App(), fx.Principal(), r.PathValue("runId"))
 	if err != nil {
 		engine.WriteError(fx, w, r, err)
 		return
@@ -44,39 +36,29 @@ func (runHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	engine.WriteData(fx, w, r, st)
 }
 
-// readRun loads a run and applies the access rules of [runHandler] to it.
-func readRun(fx *engine.Fx, p *engine.Principal, id string) (RunState, error) {
-	j := JournalOf(fx.App())
-	ctx := fx.Context()
-	notFound := engine.NotFound("no run %s", id)
+// readRun loads a run and applies the access rules of [serveRun] to it.
+func readRun(ctx context.Context, app *engine.App, p *engine.Principal, id string) (RunState, error) {
+	j := JournalOf(app)
 	if j == nil {
-		return RunState{}, notFound
+		return RunState{}, engine.NotFound("no run %s", id)
 	}
 	rec, err := j.GetRun(ctx, id)
 	if err != nil && !errors.Is(err, journal.ErrNotFound) {
 		// The database, not the run: a 404 would tell a poller to stop, a 500 to retry.
 		return RunState{}, fmt.Errorf("durable: reading run %s: %w", id, err)
 	}
-	var starter engine.Principal
-	if err == nil && len(rec.Principal) > 0 && string(rec.Principal) != "null" {
-		if uerr := json.Unmarshal(rec.Principal, &starter); uerr != nil {
-			return RunState{}, fmt.Errorf("durable: decoding the principal of run %s: %w", id, uerr)
+	var owner *Owner
+	if err == nil {
+		var starter engine.Principal
+		if len(rec.Principal) > 0 && string(rec.Principal) != "null" {
+			if uerr := json.Unmarshal(rec.Principal, &starter); uerr != nil {
+				return RunState{}, fmt.Errorf("durable: decoding the principal of run %s: %w", id, uerr)
+			}
 		}
+		owner = &Owner{Flow: rec.Flow, Tenant: rec.Tenant, PrincipalID: starter.ID}
 	}
-	public := err == nil && starter.ID == "" && rec.Tenant == ""
-	if p == nil && !public {
-		return RunState{}, engine.Unauthorized()
-	}
-	if err != nil {
-		return RunState{}, notFound
-	}
-	if !public && (rec.Tenant != p.Tenant || (starter.ID != p.ID && !p.Operator)) {
-		return RunState{}, notFound
-	}
-	if ext.HasGates(fx.App(), rec.Flow) {
-		if gerr := ext.CheckRead(fx.App(), ctx, rec.Flow, p, rec.Input, notFound); gerr != nil {
-			return RunState{}, gerr
-		}
+	if err := MayRead(ctx, app, p, id, owner, func() json.RawMessage { return rec.Input }); err != nil {
+		return RunState{}, err
 	}
 	st := RunState{RunID: rec.ID, Flow: rec.Flow, Status: string(rec.Status)}
 	switch rec.Status {

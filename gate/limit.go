@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/bbc28f59/engine"
-	"github.com/bbc28f59/engine/internal/ext"
 )
 
 // Limiter decides whether one more call under key may run now. It is the seam for
@@ -146,7 +145,7 @@ func RateLimit(l Limiter, key KeyFunc) engine.BindOption {
 func limitBy(l Limiter, key KeyFunc) engine.Middleware {
 	return func(next engine.HandlerFunc) engine.HandlerFunc {
 		return func(fx *engine.Fx, in any) (any, error) {
-			if ext.Reading(fx.Context()) {
+			if engine.IsForRead(fx.Context()) {
 				// Polling or following a run of the flow is not a call of it.
 				return next(fx, in)
 			}

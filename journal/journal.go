@@ -248,6 +248,11 @@ func (j *Journal) GetRun(ctx context.Context, id string) (RunRecord, error) {
 	return j.d.GetRun(ctx, id)
 }
 
+// ListParks returns every park of run runID ordered by key, decided or not.
+func (j *Journal) ListParks(ctx context.Context, runID string) ([]ParkRecord, error) {
+	return j.d.ListParks(ctx, runID)
+}
+
 // Claim takes the lease of a run for this instance and loads its steps and parks for
 // replay. A run held elsewhere returns [*LeaseBusyError] with the remaining lease; so does
 // a run an execution on this instance holds: a second claim by the same owner would bump

@@ -57,7 +57,7 @@ func Example_approveAndFollow() {
 		}
 	}
 	var text strings.Builder
-	for f, err := range agent.Follow(ctx, agent.FollowURL(c.BaseURL(), runID), agent.FollowOptions{LastEventID: last}) {
+	for f, err := range agent.Follow(ctx, c, runID, agent.FollowOptions{LastEventID: last}) {
 		if err != nil {
 			panic(err)
 		}
@@ -81,7 +81,7 @@ func Example_approveAndFollow() {
 // The bank app of the approval example.
 var (
 	bankUnit     = engine.NewUnit("bank")
-	bankChat     = engine.Define[DeskIn, *ai.AgentRun](bankUnit, "chat", engine.POST("/bank/chat"), engine.Public(), engine.Durable())
+	bankChat     = engine.DefineStream[DeskIn, agui.Event, ai.RunResult](bankUnit, "chat", engine.POST("/bank/chat"), engine.Public(), engine.Durable())
 	bankTransfer = engine.Define[TransferIn, TransferOut](bankUnit, "transfer", engine.Public())
 )
 
@@ -106,7 +106,7 @@ func startBank() (string, func()) {
 		}
 		return scripted.Turn{ToolCalls: []ai.ToolCall{{ID: "call_1", Name: "bank_transfer", Arguments: `{"to":"bob","amount":500}`}}}
 	}), "scripted-1")
-	teller := ai.Agent("teller", model, []string{"bank.transfer"}, 0)
+	teller := ai.Agent("teller", model, ai.Tools(bankTransfer), 0)
 	j, err := journal.New(memory.New(), journal.Options{})
 	if err != nil {
 		panic(err)
@@ -118,8 +118,8 @@ func startBank() (string, func()) {
 		engine.Bind(bankTransfer, func(_ *engine.Fx, in TransferIn) (TransferOut, error) {
 			return TransferOut{OK: true, To: in.To, Amount: in.Amount}, nil
 		}, ai.Approval(func(in TransferIn) bool { return in.Amount > 100 })),
-		engine.Bind(bankChat, func(fx *engine.Fx, in DeskIn) (*ai.AgentRun, error) {
-			return ai.Run(fx, teller, in.Message, ai.RunOptions{Stream: true})
+		engine.BindStream(bankChat, func(fx *engine.Fx, in DeskIn, out *engine.Stream[agui.Event]) (ai.RunResult, error) {
+			return ai.Stream(fx, teller, in.Message, out, ai.RunOptions{})
 		}),
 	)
 	if err != nil {

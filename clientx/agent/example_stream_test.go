@@ -13,7 +13,7 @@ import (
 
 // A flow that streams its agent run is called with Stream rather than clientx.Call,
 // through the same client: its route, headers and token. The desk app's chat flow is
-// declared as engine.Define[DeskIn, *ai.AgentRun](desk, "chat", engine.POST("/desk/chat")),
+// declared as engine.DefineStream[DeskIn, agui.Event, ai.RunResult](desk, "chat", engine.POST("/desk/chat")),
 // and its scripted model answers "Hello from the desk.".
 func ExampleStream() {
 	app, url, stop := startDesk()

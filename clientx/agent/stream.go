@@ -7,10 +7,11 @@ import (
 	"iter"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/clientx"
 )
 
-// Stream calls the agent flow f, which streams its run, with input in through c, and
+// Stream calls the agent flow f (a streaming flow of AG-UI events) with input in through c, and
 // yields the frames of the run's event stream as they arrive: the live counterpart of
 // [Follow], which reads a run from its stored log. The request is the one
 // [clientx.Call] would send (the flow's REST route or RPC, c's headers, bearer auth with
@@ -34,7 +35,7 @@ import (
 // after an approval interrupt: the stream ends with the interrupt's RUN_FINISHED, and
 // once the approval is decided ([Approve], [Deny]) the resumed run is read with Follow
 // from the last Seq.
-func Stream[In, Out any](ctx context.Context, c *clientx.Client, f *engine.Flow[In, Out], in In) iter.Seq2[Frame, error] {
+func Stream[In, Out any](ctx context.Context, c *clientx.Client, f *engine.StreamFlow[In, agui.Event, Out], in In) iter.Seq2[Frame, error] {
 	return func(yield func(Frame, error) bool) {
 		if c == nil || f == nil || f.Def() == nil {
 			yield(Frame{}, clientError(engine.CodeValidation, "Stream: nil client or flow"))

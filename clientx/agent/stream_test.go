@@ -23,12 +23,14 @@ import (
 
 // The desk app of the stream tests: an agent flow that streams its run (gated: it needs
 // a signed-in caller), one whose gate refuses everybody, and one that returns its run
-// without streaming.
+// without streaming (deskSummary, which a client that expects a stream declares as one
+// by mistake: deskSummaryAsStream).
 var (
-	deskUnit    = engine.NewUnit("desk")
-	deskChat    = engine.Define[DeskIn, *ai.AgentRun](deskUnit, "chat", engine.POST("/desk/chat"))
-	deskLocked  = engine.Define[DeskIn, *ai.AgentRun](deskUnit, "locked", engine.POST("/desk/locked"))
-	deskSummary = engine.Define[DeskIn, *ai.AgentRun](deskUnit, "summary", engine.POST("/desk/summary"))
+	deskUnit            = engine.NewUnit("desk")
+	deskChat            = engine.DefineStream[DeskIn, agui.Event, ai.RunResult](deskUnit, "chat", engine.POST("/desk/chat"))
+	deskLocked          = engine.DefineStream[DeskIn, agui.Event, ai.RunResult](deskUnit, "locked", engine.POST("/desk/locked"))
+	deskSummary         = engine.Define[DeskIn, *ai.AgentRun](deskUnit, "summary", engine.POST("/desk/summary"))
+	deskSummaryAsStream = engine.DefineStream[DeskIn, agui.Event, ai.RunResult](engine.NewUnit("desk"), "summary", engine.POST("/desk/summary"))
 )
 
 // DeskIn is the input of the desk flows; a message is required.
@@ -88,11 +90,9 @@ func startDesk() (*engine.App, string, func()) {
 }
 
 func serveDesk() (*deskServer, error) {
-	assistant := ai.Agent("assistant", deskModel(), nil, 0)
-	run := func(stream bool) func(fx *engine.Fx, in DeskIn) (*ai.AgentRun, error) {
-		return func(fx *engine.Fx, in DeskIn) (*ai.AgentRun, error) {
-			return ai.Run(fx, assistant, in.Message, ai.RunOptions{Stream: stream})
-		}
+	assistant := ai.Agent("assistant", deskModel(), ai.Tools(), 0)
+	stream := func(fx *engine.Fx, in DeskIn, out *engine.Stream[agui.Event]) (ai.RunResult, error) {
+		return ai.Stream(fx, assistant, in.Message, out, ai.RunOptions{})
 	}
 	refuse := func(engine.HandlerFunc) engine.HandlerFunc {
 		return func(*engine.Fx, any) (any, error) { return nil, engine.Forbidden("desk", "closed") }
@@ -102,9 +102,11 @@ func serveDesk() (*deskServer, error) {
 	s.app, err = engine.New(
 		engine.WithLogger(slog.New(slog.DiscardHandler)),
 		engine.WithAuthenticator(testenv.BearerAuth{}),
-		engine.Bind(deskChat, run(true)),
-		engine.Bind(deskLocked, run(true), engine.Use(refuse)),
-		engine.Bind(deskSummary, run(false)),
+		engine.BindStream(deskChat, stream),
+		engine.BindStream(deskLocked, stream, engine.Use(refuse)),
+		engine.Bind(deskSummary, func(fx *engine.Fx, in DeskIn) (*ai.AgentRun, error) {
+			return ai.Run(fx, assistant, in.Message, ai.RunOptions{})
+		}),
 	)
 	if err != nil {
 		return nil, err
@@ -200,7 +202,7 @@ func TestStreamBeforeTheStream(t *testing.T) {
 		name          string
 		token, fixTo  string
 		fail          int32 // requests answered 503 first
-		flow          *engine.Flow[DeskIn, *ai.AgentRun]
+		flow          *engine.StreamFlow[DeskIn, agui.Event, ai.RunResult]
 		in            DeskIn
 		wantCode      string // "" for a run
 		wantStatus    int
@@ -214,7 +216,7 @@ func TestStreamBeforeTheStream(t *testing.T) {
 		{"no session: refreshed once, still 401", "", "", 0, deskChat, DeskIn{Message: "hi"}, engine.CodeUnauthorized, 401, 2, 1},
 		{"forbidden", "good", "", 0, deskLocked, DeskIn{Message: "hi"}, engine.CodeForbidden, 403, 1, 0},
 		{"invalid input", "good", "", 0, deskChat, DeskIn{}, engine.CodeValidation, 400, 1, 0},
-		{"a flow that does not stream", "good", "", 0, deskSummary, DeskIn{Message: "hi"}, engine.CodeTransportError, 200, 1, 0},
+		{"a flow that does not stream", "good", "", 0, deskSummaryAsStream, DeskIn{Message: "hi"}, engine.CodeTransportError, 200, 1, 0},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
@@ -287,17 +289,23 @@ func TestStreamEndsWhenCtxEnds(t *testing.T) {
 	}
 }
 
-// clientx.Call on a flow that streams its run fails with a message naming agent.Stream.
-func TestCallOnAStreamingRun(t *testing.T) {
+// clientx.CallResult on a flow that streams its run gets the run's result alone, as
+// JSON: the events are not sent.
+func TestCallResultOfAStreamingRun(t *testing.T) {
 	t.Parallel()
 	s := newDeskServer(t)
 	c, err := clientx.ForApp(s.app, s.URL, clientx.WithHeaders(http.Header{"Authorization": {"Bearer good"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := clientx.Call(testCtx(t), c, deskChat, DeskIn{Message: "hi"})
-	if !clientx.IsTransportError(res.Error) || res.Status != http.StatusOK ||
-		!strings.Contains(res.Error.Message(), "use the streaming call, Stream in clientx/agent") {
-		t.Fatalf("got %v (status %d)", res.Error, res.Status)
+	res := clientx.CallResult(testCtx(t), c, deskChat, DeskIn{Message: "hi"})
+	if res.Error != nil || res.Status != http.StatusOK || res.Data.Text != deskReply || res.Data.StopReason != "completed" {
+		t.Fatalf("got %+v, error %v (status %d)", res.Data, res.Error, res.Status)
+	}
+	if r := s.requests()[len(s.requests())-1]; r.Header.Get("Accept") != "application/json" {
+		t.Fatalf("Accept %q", r.Header.Get("Accept"))
+	}
+	if res := clientx.CallResult(testCtx(t), c, deskLocked, DeskIn{Message: "hi"}); !engine.IsCode(res.Error, engine.CodeForbidden) {
+		t.Fatalf("a refused call: %v", res.Error)
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"time"
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai"
+	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/ai/providers/openai"
 	"github.com/bbc28f59/engine/gate"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -75,13 +75,13 @@ var (
 		engine.Describe("Remember a value in the state shared with the user's app, under key."))
 	// Ask takes AG-UI's RunAgentInput as it is ({message} and {messages} are its forms
 	// too), so any AG-UI frontend talks to it unchanged.
-	Ask = engine.Define[ai.Input, *ai.AgentRun](Chat, "ask", engine.POST("/chat"), engine.Durable(),
+	Ask = engine.DefineStream[agui.Input, agui.Event, agui.RunOutput](Chat, "ask", engine.POST("/chat"), engine.Durable(),
 		engine.InputSchema(func(s *jsonschema.Schema) {
 			if p := s.Properties["message"]; p != nil {
 				p.MinLength = new(1)
 			}
 		}))
-	Story = engine.Define[StoryIn, *ai.TextStream](Chat, "story", engine.POST("/chat/story"))
+	Story = engine.DefineStream[StoryIn, string, string](Chat, "story", engine.POST("/chat/story"))
 )
 
 func init() {
@@ -100,9 +100,9 @@ func agentsPart(_ context.Context, e *env) (engine.Option, error) {
 		}
 	}
 	model := ai.Model("default", prov, e.ModelName, ai.WithPricing(1.0, 2.0))
-	researcher := ai.Agent("researcher", model, []string{"tools.weather"}, 0,
+	researcher := ai.Agent("researcher", model, ai.Tools(Weather), 0,
 		ai.System("You research questions; use the weather tool for temperatures."))
-	assistant := ai.Agent("assistant", model, []string{"tools.weather", "tools.transfer", "tools.explode", "tools.research", "tools.remember"}, 6,
+	assistant := ai.Agent("assistant", model, ai.Tools(Weather, Transfer, Explode, Research, Remember), 6,
 		ai.Budget(0.05), ai.System("You are a helpful assistant. Use the tools when they help."))
 
 	return engine.Options(
@@ -126,14 +126,16 @@ func agentsPart(_ context.Context, e *env) (engine.Option, error) {
 			}
 			return RememberOut{OK: true}, nil
 		}),
-		engine.Bind(Ask, func(fx *engine.Fx, in ai.Input) (*ai.AgentRun, error) {
-			return ai.Run(fx, assistant, in, ai.RunOptions{Stream: true})
+		engine.BindStream(Ask, func(fx *engine.Fx, in agui.Input, out *engine.Stream[agui.Event]) (agui.RunOutput, error) {
+			return ai.Stream(fx, assistant, in, out, ai.RunOptions{})
 		}),
-		// AG-UI clients read what the assistant supports here (their getCapabilities).
-		engine.Mount(http.MethodGet, "/chat/capabilities", ai.CapabilitiesHandler(assistant)),
-		engine.Bind(Story, func(fx *engine.Fx, in StoryIn) (*ai.TextStream, error) {
-			return ai.StreamText(fx, model, in.Prompt)
+		// AG-UI clients read what the assistant supports here (their getCapabilities),
+		// behind chat.ask's gates: only who may talk to the assistant sees its tools.
+		ai.ServeCapabilities("/chat/capabilities", assistant, Ask),
+		engine.BindStream(Story, func(fx *engine.Fx, in StoryIn, out *engine.Stream[string]) (string, error) {
+			return ai.StreamText(fx, model, in.Prompt, out)
 		}),
+		ai.Register(researcher, assistant),
 	), nil
 }
 

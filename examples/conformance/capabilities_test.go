@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bbc28f59/engine/ai"
@@ -13,13 +15,29 @@ import (
 // TestAssistantCapabilities reads the assistant's AG-UI capabilities from a real process:
 // what it declares must be what the engine does (streams that resume, interrupts answered
 // with resume and edited arguments, client tools, state events), and its tools are the
-// ones the model is offered, under their wire names, with input schemas.
+// ones the model is offered, under their wire names, with input schemas. The document
+// lists every tool with its schema, so it is served behind chat.ask's gates: an
+// anonymous caller is asked to sign in and sees none of it.
 func TestAssistantCapabilities(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the capabilities test builds and starts the app")
 	}
 	in := startInstance(t, testenv.Build(t, "."), "caps", []string{"ENGINE_JOURNAL=memory"})
-	res, err := http.Get(in.URL + "/chat/capabilities")
+	anon, err := http.Get(in.URL + "/chat/capabilities")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(anon.Body)
+	anon.Body.Close()
+	if anon.StatusCode != http.StatusUnauthorized || strings.Contains(string(body), "tools_") {
+		t.Fatalf("anonymous GET /chat/capabilities: %d %s, want 401 and no tool", anon.StatusCode, body)
+	}
+	req, err := http.NewRequest(http.MethodGet, in.URL+"/chat/capabilities", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+signIn(t, in.URL, "alice@example.com"))
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai"
+	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/ai/providers/anthropic"
 	"github.com/bbc28f59/engine/ai/providers/openai"
 )
@@ -57,7 +58,7 @@ type ChatIn struct {
 }
 
 // Ask streams the agent's run as AG-UI events.
-var Ask = engine.Define[ChatIn, *ai.AgentRun](Chat, "ask", engine.POST("/chat"), engine.Public())
+var Ask = engine.DefineStream[ChatIn, agui.Event, agui.RunOutput](Chat, "ask", engine.POST("/chat"), engine.Public())
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
@@ -123,14 +124,15 @@ func modelFromEnv(getenv func(string) string) (*ai.ModelDef, error) {
 // newApp binds the tool and the agent flow. The agent may call the weather tool and
 // make at most three tool calls a run.
 func newApp(model *ai.ModelDef) (*engine.App, error) {
-	assistant := ai.Agent("assistant", model, []string{"tools.weather"}, 3,
+	assistant := ai.Agent("assistant", model, ai.Tools(Weather), 3,
 		ai.System("You answer questions about the weather. Use the weather tool; answer in one sentence."))
 	return engine.New(
 		engine.Bind(Weather, func(fx *engine.Fx, in WeatherIn) (WeatherOut, error) {
 			return WeatherOut{City: in.City, TempC: 12 + len(in.City)}, nil
 		}),
-		engine.Bind(Ask, func(fx *engine.Fx, in ChatIn) (*ai.AgentRun, error) {
-			return ai.Run(fx, assistant, in.Message, ai.RunOptions{Stream: true})
+		engine.BindStream(Ask, func(fx *engine.Fx, in ChatIn, out *engine.Stream[agui.Event]) (ai.RunResult, error) {
+			return ai.Stream(fx, assistant, in.Message, out, ai.RunOptions{})
 		}),
+		ai.Register(assistant),
 	)
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai"
+	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/ai/providers/scripted"
 	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/examples/quickstart/contract"
@@ -35,18 +36,6 @@ import (
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	_ "modernc.org/sqlite"
 )
-
-// Chat is the unit of the agent flow.
-var Chat = engine.NewUnit("chat")
-
-// ChatIn is the chat flow's input.
-type ChatIn struct {
-	Message string `json:"message"`
-}
-
-// Ask streams the agent's run as AG-UI events. It is durable, so the run can park for an
-// approval and resume later, on any instance.
-var Ask = engine.Define[ChatIn, *ai.AgentRun](Chat, "ask", engine.POST("/chat"), engine.Public(), engine.Durable())
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
@@ -106,7 +95,7 @@ func newApp(dbPath string, logger *slog.Logger) (*engine.App, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	agent := ai.Agent("assistant", model(), []string{"tools.weather", "tools.transfer"}, 6)
+	agent := ai.Agent("assistant", model(), ai.Tools(contract.Weather, contract.Transfer), 6)
 
 	app, err := engine.New(
 		engine.WithLogger(logger),
@@ -116,6 +105,7 @@ func newApp(dbPath string, logger *slog.Logger) (*engine.App, func(), error) {
 		// a transfer. PublicApprovals says so on purpose; a real app gates its tools
 		// (gate.Auth, gate.Scopes) and leaves it off.
 		ai.Install(ai.Options{PublicApprovals: true}),
+		ai.Register(agent), // engine.New checks that its tools are bound
 		engine.Bind(contract.Hello, func(fx *engine.Fx, in contract.HelloIn) (contract.HelloOut, error) {
 			return contract.HelloOut{Message: "Hello, " + in.Name + "!"}, nil
 		}),
@@ -131,8 +121,8 @@ func newApp(dbPath string, logger *slog.Logger) (*engine.App, func(), error) {
 		engine.Bind(contract.Transfer, func(fx *engine.Fx, in contract.TransferIn) (contract.TransferOut, error) {
 			return contract.TransferOut{OK: true, To: in.To, Amount: in.Amount}, nil
 		}, ai.Approval(func(in contract.TransferIn) bool { return in.Amount > 100 })),
-		engine.Bind(Ask, func(fx *engine.Fx, in ChatIn) (*ai.AgentRun, error) {
-			return ai.Run(fx, agent, in.Message, ai.RunOptions{Stream: true})
+		engine.BindStream(contract.Ask, func(fx *engine.Fx, in contract.ChatIn, out *engine.Stream[agui.Event]) (ai.RunResult, error) {
+			return ai.Stream(fx, agent, in.Message, out, ai.RunOptions{})
 		}),
 		elements(),
 	)
@@ -181,14 +171,14 @@ Try:
   curl -X POST %[1]s/_engine/greeter/divide -d '{"a":1,"b":0}'   # RPC and a declared error
   curl %[1]s/_engine/client.json                            # the descriptor
   curl -N -X POST %[1]s/chat -d '{"message":"weather in Paris"}'  # an agent stream (AG-UI over SSE)
-  curl -N -X POST %[1]s/chat -d '{"message":"send 500 to bob"}'   # parks for approval: copy the interrupt id
+  curl -N -X POST %[1]s/chat -d '{"message":"send 500 to bob"}'   # parks: copy the interrupt id and RUN_STARTED's runId
   curl -X POST %[1]s/agent/approvals/approve -d '{"id":"<interrupt id>"}'
-  curl -N %[1]s/agent/runs/<runId>/events                    # follow the run, resumable with Last-Event-ID
+  curl -N %[1]s/agent/runs/<RUN_STARTED runId>/events         # follow the agent run, resumable with Last-Event-ID
   curl -X POST %[1]s/_engine/board/post -d '"hello"'          # a channel; the clock posts every minute
   curl -X POST %[1]s/_engine/board/read -d '0'                # its history after seq 0
-  curl -X POST %[1]s/_engine/orders/place -d '"tea"'          # parks until paid: copy meta.runId
-  curl -X POST %[1]s/_engine/orders/pay -d '"<runId>"'        # the signal the order waits for
-  curl %[1]s/_engine/runs/<runId>                           # the order's state and result
+  curl -X POST %[1]s/_engine/orders/place -d '"tea"'          # parks until paid: copy meta.runId (a durable run's id)
+  curl -X POST %[1]s/_engine/orders/pay -d '"<meta.runId>"'   # the signal the order waits for
+  curl %[1]s/_engine/runs/<meta.runId>                      # the order's state and result
   go run ./examples/quickstart/client -url %[1]s             # the typed Go client
 `, base)
 }

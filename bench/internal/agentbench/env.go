@@ -33,6 +33,7 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai"
+	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/ai/providers/scripted"
 	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/journal"
@@ -95,11 +96,11 @@ type Empty struct{}
 // step recording can be measured apart from the event log, which both write.
 var (
 	unit         = engine.NewUnit("agentbench")
-	streamPlain  = engine.Define[Input, *ai.AgentRun](unit, "stream", engine.POST("/agentbench/stream"), engine.Public())
-	streamDur    = engine.Define[Input, *ai.AgentRun](unit, "streamDurable", engine.POST("/agentbench/stream-durable"), engine.Public(), engine.Durable())
-	idlePlain    = engine.Define[Input, *ai.AgentRun](unit, "idle", engine.POST("/agentbench/idle"), engine.Public())
-	idleDur      = engine.Define[Input, *ai.AgentRun](unit, "idleDurable", engine.POST("/agentbench/idle-durable"), engine.Public(), engine.Durable())
-	payFlow      = engine.Define[Input, *ai.AgentRun](unit, "pay", engine.POST("/agentbench/pay"), engine.Public(), engine.Durable())
+	streamPlain  = engine.DefineStream[Input, agui.Event, agui.RunOutput](unit, "stream", engine.POST("/agentbench/stream"), engine.Public())
+	streamDur    = engine.DefineStream[Input, agui.Event, agui.RunOutput](unit, "streamDurable", engine.POST("/agentbench/stream-durable"), engine.Public(), engine.Durable())
+	idlePlain    = engine.DefineStream[Input, agui.Event, agui.RunOutput](unit, "idle", engine.POST("/agentbench/idle"), engine.Public())
+	idleDur      = engine.DefineStream[Input, agui.Event, agui.RunOutput](unit, "idleDurable", engine.POST("/agentbench/idle-durable"), engine.Public(), engine.Durable())
+	payFlow      = engine.DefineStream[Input, agui.Event, agui.RunOutput](unit, "pay", engine.POST("/agentbench/pay"), engine.Public(), engine.Durable())
 	transferFlow = engine.Define[TransferIn, TransferOut](unit, "transfer", engine.Public(), engine.Describe("Send money."))
 	pingFlow     = engine.Define[Empty, Empty](unit, "ping", engine.Public())
 )
@@ -190,15 +191,15 @@ func (e *Env) startApp(ctx context.Context, opts Options) error {
 	model := func(turns ...scripted.Turn) *ai.ModelDef {
 		return ai.Model("scripted", scripted.New(turns...), "scripted-1")
 	}
-	streamer := ai.Agent("streamer", model(scripted.Turn{Text: Words(opts.Deltas), Delay: opts.Pace}), nil, 0)
-	idler := ai.Agent("idler", model(scripted.Turn{Text: "late", Delay: IdleWait}), nil, 0)
+	streamer := ai.Agent("streamer", model(scripted.Turn{Text: Words(opts.Deltas), Delay: opts.Pace}), ai.Tools(), 0)
+	idler := ai.Agent("idler", model(scripted.Turn{Text: "late", Delay: IdleWait}), ai.Tools(), 0)
 	payer := ai.Agent("payer", model(
 		scripted.Turn{ToolCalls: []ai.ToolCall{{ID: "call_1", Name: "agentbench_transfer", Arguments: `{"to":"bob","amount":500}`}}},
 		scripted.Turn{Text: "Sent 500 to bob."},
-	), []string{transferFlow.ID()}, 0)
-	run := func(a *ai.AgentDef) func(fx *engine.Fx, in Input) (*ai.AgentRun, error) {
-		return func(fx *engine.Fx, in Input) (*ai.AgentRun, error) {
-			return ai.Run(fx, a, in.Message, ai.RunOptions{Stream: true})
+	), ai.Tools(transferFlow), 0)
+	run := func(a *ai.AgentDef) func(fx *engine.Fx, in Input, out *engine.Stream[agui.Event]) (agui.RunOutput, error) {
+		return func(fx *engine.Fx, in Input, out *engine.Stream[agui.Event]) (agui.RunOutput, error) {
+			return ai.Stream(fx, a, in.Message, out, ai.RunOptions{})
 		}
 	}
 	start := func(opts ...engine.Option) (*engine.App, error) {
@@ -213,16 +214,16 @@ func (e *Env) startApp(ctx context.Context, opts Options) error {
 		return app, nil
 	}
 	var err error
-	if e.Unlogged, err = start(engine.Bind(streamPlain, run(streamer)), engine.Bind(idlePlain, run(idler))); err != nil {
+	if e.Unlogged, err = start(engine.BindStream(streamPlain, run(streamer)), engine.BindStream(idlePlain, run(idler))); err != nil {
 		return err
 	}
 	e.App, err = start(
 		durable.With(e.Journal),
-		engine.Bind(streamPlain, run(streamer)),
-		engine.Bind(streamDur, run(streamer)),
-		engine.Bind(idlePlain, run(idler)),
-		engine.Bind(idleDur, run(idler)),
-		engine.Bind(payFlow, run(payer)),
+		engine.BindStream(streamPlain, run(streamer)),
+		engine.BindStream(streamDur, run(streamer)),
+		engine.BindStream(idlePlain, run(idler)),
+		engine.BindStream(idleDur, run(idler)),
+		engine.BindStream(payFlow, run(payer)),
 		engine.Bind(transferFlow, func(_ *engine.Fx, in TransferIn) (TransferOut, error) { return TransferOut{OK: in.To != ""}, nil },
 			ai.Approval(func(in TransferIn) bool { return in.Amount > 100 })),
 		engine.Bind(pingFlow, func(*engine.Fx, Empty) (Empty, error) { return Empty{}, nil }),

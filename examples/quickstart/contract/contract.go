@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/ai/agui"
 )
 
 // Greeter is a unit of plain flows.
@@ -81,3 +82,16 @@ var (
 	// Transfer needs a human's approval above 100.
 	Transfer = engine.Define[TransferIn, TransferOut](Tools, "transfer", engine.Public(), engine.Describe("Send money to someone."))
 )
+
+// Chat is the unit of the agent's streaming flow.
+var Chat = engine.NewUnit("chat")
+
+// ChatIn is the chat flow's input.
+type ChatIn struct {
+	Message string `json:"message"`
+}
+
+// Ask streams the agent's run as AG-UI events and returns its outcome. It is durable, so
+// the run can park for an approval and resume later, on any instance. Its types come
+// from ai/agui, the protocol's vocabulary, so this package still links no server code.
+var Ask = engine.DefineStream[ChatIn, agui.Event, agui.RunOutput](Chat, "ask", engine.POST("/chat"), engine.Public(), engine.Durable())
