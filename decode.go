@@ -17,7 +17,6 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/bbc28f59/engine/internal/jsonx"
 	"github.com/bbc28f59/engine/internal/validate"
 )
 
@@ -120,10 +119,10 @@ func (ms members) appendJSON(dst []byte) ([]byte, error) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(jsonx.AppendString(dst, m.name), ':')
+		dst = append(appendString(dst, m.name), ':')
 		switch v := m.value.(type) {
 		case string:
-			dst = jsonx.AppendString(dst, v)
+			dst = appendString(dst, v)
 		case json.Number: // made by strconv, or read by the JSON decoder: valid as it is
 			dst = append(dst, v...)
 		case bool:
@@ -137,6 +136,19 @@ func (ms members) appendJSON(dst []byte) ([]byte, error) {
 		}
 	}
 	return append(dst, '}'), nil
+}
+
+// appendString writes s as json.Marshal does: as it is between quotes when it holds only
+// printable ASCII that needs no escape (the usual name or value), through json.Marshal
+// otherwise.
+func appendString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s) // a string always encodes
+			return append(dst, b...)
+		}
+	}
+	return append(append(append(dst, '"'), s...), '"')
 }
 
 // typedParam converts the string values of one query or path parameter to the JSON type

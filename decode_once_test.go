@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -88,4 +89,19 @@ func onceFlow(tb testing.TB, refine func(*jsonschema.Schema)) *onceFlowCase {
 		tb.Fatal(err)
 	}
 	return &onceFlowCase{def: def, check: check}
+}
+
+// TestAppendString holds appendString to json.Marshal, escapes and all.
+func TestAppendString(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"", "id", "a b", `say "hi"`, `back\slash`, "<b>&amp;</b>", "tab\there", "\x00\x1f\x7f",
+		"héllo", "\u2028\u2029", "bad \xff utf-8", "~"} {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Errorf("appendString(%q) = %s, want x%s", s, got, want)
+		}
+	}
 }
