@@ -194,14 +194,7 @@ func TestAccepts(t *testing.T) {
 		{`{"type":"array"}`, `[1,]`, false},
 	}
 	for _, c := range cases {
-		var s jsonschema.Schema
-		if err := json.Unmarshal([]byte(c.schema), &s); err != nil {
-			t.Fatal(err)
-		}
-		iv, err := Compile(&s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		iv := compileText(t, c.schema)
 		if !readsWhole(iv.fast, map[*fastNode]bool{}) {
 			t.Fatalf("%s: Accepts leaves part of it to Validate", c.schema)
 		}
@@ -233,14 +226,7 @@ func TestAcceptsLeavesToValidate(t *testing.T) {
 		{`{"enum":[[1]]}`, `[1]`},
 		{`{}`, strings.Repeat("[", maxScanDepth+2) + strings.Repeat("]", maxScanDepth+2)},
 	} {
-		var s jsonschema.Schema
-		if err := json.Unmarshal([]byte(c.schema), &s); err != nil {
-			t.Fatal(err)
-		}
-		iv, err := Compile(&s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		iv := compileText(t, c.schema)
 		if issues := iv.Validate(decodeNumbers(t, c.input)); len(issues) > 0 {
 			t.Fatalf("%s: %s is not valid: %+v", c.schema, c.input, issues)
 		}
@@ -252,6 +238,20 @@ func TestAcceptsLeavesToValidate(t *testing.T) {
 	if !none.Accepts([]byte(`{"anything":1}`)) {
 		t.Error("the nil validator refused an input")
 	}
+}
+
+// compileText compiles a schema written as JSON.
+func compileText(t *testing.T, schema string) *Validator {
+	t.Helper()
+	var s jsonschema.Schema
+	if err := json.Unmarshal([]byte(schema), &s); err != nil {
+		t.Fatal(err)
+	}
+	iv, err := Compile(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return iv
 }
 
 // decodeNumbers decodes raw as a request is decoded, numbers as written.
