@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/bbc28f59/engine/httpx"
 	"github.com/bbc28f59/engine/internal/callkey"
@@ -36,7 +37,8 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.serveEngine(w, r, path)
 		return
 	}
-	t, vals, found, allow := a.router.match(r.Method, path)
+	var room [4]string // the path's parameters, without a slice on the heap
+	t, vals, found, allow := a.router.match(r.Method, path, room[:0])
 	if t == nil {
 		if found {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
@@ -82,7 +84,8 @@ func (a *App) serveEngine(w http.ResponseWriter, r *http.Request, path string) {
 		a.serveFlow(w, r, b, false)
 		return
 	}
-	t, vals, found, allow := a.router.match(r.Method, path)
+	var room [4]string
+	t, vals, found, allow := a.router.match(r.Method, path, room[:0])
 	if t != nil {
 		for i, name := range t.params {
 			r.SetPathValue(name, vals[i])
@@ -198,10 +201,12 @@ func (a *App) readInput(w http.ResponseWriter, r *http.Request, b *binding, rest
 		if r.ContentLength > a.maxBody {
 			return nil, a.tooLarge() // before a byte of it is read
 		}
-		clear := a.bodyDeadline(w, r)
+		d := a.bodyDeadline(w, r)
 		var err error
 		body, err = io.ReadAll(http.MaxBytesReader(nil, r.Body, a.maxBody))
-		clear()
+		if d != nil {
+			_ = d.SetReadDeadline(time.Time{})
+		}
 		if err != nil {
 			return nil, a.bodyError(w, err)
 		}

@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/bbc28f59/engine => ../..
 
 require (
+	connectrpc.com/connect v1.21.1
 	github.com/bbc28f59/engine v0.0.0-00010101000000-000000000000
 	gonum.org/v1/plot v0.17.0
 )
@@ -39,6 +40,7 @@ require (
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
+	google.golang.org/protobuf v1.36.11 // indirect
 	modernc.org/libc v1.79.0 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
