@@ -61,7 +61,7 @@ func (e *emitter) write(ev agui.Event, last bool) {
 			return // see below
 		}
 		switch ev.(type) {
-		case agui.TextMessageContent, agui.ToolCallArgs, agui.Unknown:
+		case agui.TextMessageContent, agui.ToolCallArgs, agui.ReasoningMessageContent, agui.Unknown:
 			seq, err = e.log.Write(e.ctx, data)
 		case agui.RunFinished, agui.RunError:
 			if last {
@@ -86,9 +86,10 @@ func (e *emitter) write(ev agui.Event, last bool) {
 	}
 }
 
-// delta sends a TEXT_MESSAGE_CONTENT or TOOL_CALL_ARGS event: the per-token path. The log
-// writer takes the fields, and the event is encoded straight into the SSE frame, so a
-// token costs no interface boxing, no parse and no copy of its own.
+// delta sends a TEXT_MESSAGE_CONTENT, REASONING_MESSAGE_CONTENT or TOOL_CALL_ARGS event:
+// the per-token path. The log writer takes the fields, and the event is encoded straight
+// into the SSE frame, so a token costs no interface boxing, no parse and no copy of its
+// own.
 func (e *emitter) delta(typ agui.Type, id, text string) {
 	if e == nil {
 		return

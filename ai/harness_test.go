@@ -117,10 +117,12 @@ var allTools = []string{"tools.weather", "tools.transfer", "tools.secret", "tool
 // providerKinds are the real providers every scenario runs against.
 var providerKinds = []string{"openai", "anthropic"}
 
-// usage is what a scripted turn reports. Cost is sent by the openai fake only.
+// usage is what a scripted turn reports. Cost and Reasoning (reasoning tokens) are sent
+// by the openai fake only.
 type usage struct {
-	In, Out int64
-	Cost    *float64
+	In, Out   int64
+	Cost      *float64
+	Reasoning int64
 }
 
 // call is a tool call a scripted turn makes.
@@ -128,13 +130,15 @@ type call struct{ ID, Name, Args string }
 
 // turn scripts one model response, for either provider.
 type turn struct {
-	Text    string
-	Calls   []call
-	OmitIDs bool
-	Usage   *usage
-	Delay   time.Duration
-	Status  int
-	ErrMsg  string
+	Reasoning string // reasoning_content (openai), a signed thinking block (anthropic)
+	Redacted  string // a redacted_thinking block's data (anthropic only)
+	Text      string
+	Calls     []call
+	OmitIDs   bool
+	Usage     *usage
+	Delay     time.Duration
+	Status    int
+	ErrMsg    string
 }
 
 // fakeModel is what the tests need of either wire fake.
@@ -152,12 +156,12 @@ func startModel(t *testing.T, kind string, turns []turn) (ai.Provider, fakeModel
 	case "openai":
 		var ts []openaitest.Turn
 		for _, x := range turns {
-			ot := openaitest.Turn{Text: x.Text, OmitToolCallIDs: x.OmitIDs, Delay: x.Delay, Status: x.Status, ErrorMessage: x.ErrMsg}
+			ot := openaitest.Turn{Reasoning: x.Reasoning, Text: x.Text, OmitToolCallIDs: x.OmitIDs, Delay: x.Delay, Status: x.Status, ErrorMessage: x.ErrMsg}
 			for _, c := range x.Calls {
 				ot.ToolCalls = append(ot.ToolCalls, openaitest.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Args})
 			}
 			if u := x.Usage; u != nil {
-				ot.Usage = &openaitest.Usage{PromptTokens: u.In, CompletionTokens: u.Out, Cost: u.Cost}
+				ot.Usage = &openaitest.Usage{PromptTokens: u.In, CompletionTokens: u.Out, Cost: u.Cost, ReasoningTokens: u.Reasoning}
 			}
 			ts = append(ts, ot)
 		}
@@ -171,7 +175,8 @@ func startModel(t *testing.T, kind string, turns []turn) (ai.Provider, fakeModel
 	case "anthropic":
 		var ts []anthropictest.Turn
 		for _, x := range turns {
-			at := anthropictest.Turn{Text: x.Text, OmitToolCallIDs: x.OmitIDs, Delay: x.Delay, Status: x.Status, ErrorMessage: x.ErrMsg}
+			at := anthropictest.Turn{Thinking: x.Reasoning, RedactedThinking: x.Redacted, Text: x.Text, OmitToolCallIDs: x.OmitIDs,
+				Delay: x.Delay, Status: x.Status, ErrorMessage: x.ErrMsg}
 			for _, c := range x.Calls {
 				at.ToolCalls = append(at.ToolCalls, anthropictest.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Args})
 			}

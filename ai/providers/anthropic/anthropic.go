@@ -115,12 +115,14 @@ func (p *Provider) Stream(ctx context.Context, req ai.Request) iter.Seq2[ai.Chun
 	}
 }
 
-// turn tracks what one stream has said so far: which content blocks are tool calls (Anthropic numbers all
-// blocks, text included; [ai.ToolCallDelta.Index] counts tool calls only) and the usage, which arrives in two parts.
+// turn tracks what one stream has said so far: which content blocks are tool calls and which reasoning
+// (Anthropic numbers all blocks, text included; [ai.ToolCallDelta.Index] counts tool calls only, and
+// [ai.ReasoningDelta.Index] reasoning only) and the usage, which arrives in two parts.
 type turn struct {
-	toolIndex map[int64]int
-	usage     ai.Usage
-	reported  bool
+	toolIndex   map[int64]int
+	reasonIndex map[int64]int // thinking and redacted_thinking blocks
+	usage       ai.Usage
+	reported    bool
 }
 
 func (t *turn) convert(ev sdk.MessageStreamEventUnion) []ai.Chunk {
@@ -152,6 +154,8 @@ func (t *turn) convert(ev sdk.MessageStreamEventUnion) []ai.Chunk {
 			if s := e.ContentBlock.AsText().Text; s != "" {
 				return []ai.Chunk{{Text: s}}
 			}
+		case "thinking", "redacted_thinking":
+			return t.reasoningStart(e)
 		}
 	case "content_block_delta":
 		e := ev.AsContentBlockDelta()
@@ -165,6 +169,8 @@ func (t *turn) convert(ev sdk.MessageStreamEventUnion) []ai.Chunk {
 			if s := e.Delta.AsInputJSONDelta().PartialJSON; ok && s != "" {
 				return []ai.Chunk{{ToolCall: &ai.ToolCallDelta{Index: i, ArgsDelta: s}}}
 			}
+		case "thinking_delta", "signature_delta":
+			return t.reasoningDelta(e)
 		}
 	case "message_delta":
 		e := ev.AsMessageDelta()
