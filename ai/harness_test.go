@@ -20,6 +20,7 @@ import (
 	"github.com/bbc28f59/engine/ai/providers/anthropic/anthropictest"
 	"github.com/bbc28f59/engine/ai/providers/openai"
 	"github.com/bbc28f59/engine/ai/providers/openai/openaitest"
+	"github.com/bbc28f59/engine/ai/uimessage"
 	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/memory"
@@ -104,8 +105,10 @@ var (
 	chatFlow  = engine.DefineStream[ChatIn, agui.Event, ai.RunResult](chatUnit, "ask", engine.POST("/chat"), engine.Public(), engine.Durable())
 	chatPlain = engine.DefineStream[ChatIn, agui.Event, ai.RunResult](chatUnit, "plain", engine.POST("/chat/plain"), engine.Public())
 	// chatAGUI takes AG-UI's RunAgentInput as it is: what an AG-UI frontend posts to.
-	chatAGUI   = engine.DefineStream[ai.Input, agui.Event, ai.RunResult](chatUnit, "agui", engine.POST("/chat/agui"), engine.Public(), engine.Durable())
-	chatSync   = engine.Define[ChatIn, *ai.AgentRun](chatUnit, "sync", engine.POST("/chat/sync"), engine.Public())
+	chatAGUI = engine.DefineStream[ai.Input, agui.Event, ai.RunResult](chatUnit, "agui", engine.POST("/chat/agui"), engine.Public(), engine.Durable())
+	chatSync = engine.Define[ChatIn, *ai.AgentRun](chatUnit, "sync", engine.POST("/chat/sync"), engine.Public())
+	// chatUI takes the AI SDK's chat request and answers with its UI message stream.
+	chatUI     = engine.DefineStream[uimessage.Request, uimessage.Chunk, ai.RunResult](chatUnit, "ui", engine.POST("/chat/ui"), engine.Public(), engine.Durable())
 	promptFlow = engine.Define[ChatIn, string](chatUnit, "prompt", engine.POST("/chat/prompt"), engine.Public(), engine.Durable())
 	textFlow   = engine.DefineStream[ChatIn, string, string](chatUnit, "text", engine.POST("/chat/text"), engine.Public())
 )
@@ -345,6 +348,11 @@ func newWorld(t *testing.T, s setup) *world {
 		engine.BindStream(chatPlain, chat),
 		engine.BindStream(chatAGUI, func(fx *engine.Fx, in ai.Input, out *engine.Stream[agui.Event]) (ai.RunResult, error) {
 			res, err := ai.Stream(fx, assistant, in, out, ai.RunOptions{})
+			w.keepErr(err)
+			return res, err
+		}),
+		engine.BindStream(chatUI, func(fx *engine.Fx, in uimessage.Request, out *engine.Stream[uimessage.Chunk]) (ai.RunResult, error) {
+			res, err := ai.StreamUI(fx, assistant, in, out, ai.RunOptions{})
 			w.keepErr(err)
 			return res, err
 		}),
