@@ -2,6 +2,16 @@
 // github.com/anthropics/anthropic-sdk-go.
 //
 // The provider reads no environment variables or credential files: base URL and key come from [Options] only.
+//
+// Extended thinking ([ai.WithReasoning]): [ai.ReasoningOptions.BudgetTokens] is thinking.budget_tokens (at least
+// [MinThinkingBudget]); when it is zero the budget comes from Effort: "minimal" and "low" 1024, "medium" (or none)
+// 4096, "high" 16384. max_tokens must exceed the budget, so a request whose limit does not is sent with the budget
+// plus [DefaultMaxTokens]. Thinking blocks stream as reasoning with their signature ([ai.Reasoning.Signature]); a
+// redacted_thinking block is reasoning with no text whose data is [ai.Reasoning.Redacted]. An assistant message's
+// reasoning is sent back first, as its thinking and redacted_thinking blocks, unchanged, as Anthropic requires with
+// the tool results of a turn that thought; reasoning without a signature (from another provider) is not sent.
+// Thinking tokens are part of usage.output_tokens, which Anthropic does not break down, so
+// [ai.Usage.ReasoningTokens] stays unreported.
 package anthropic
 
 import (

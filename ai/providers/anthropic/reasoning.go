@@ -8,22 +8,6 @@ import (
 	"github.com/bbc28f59/engine/ai"
 )
 
-// Extended thinking. [ai.ReasoningOptions] turns it on:
-//
-//   - BudgetTokens is thinking.budget_tokens (Anthropic's minimum is 1024); when it is
-//     zero the budget comes from Effort: "minimal" and "low" 1024, "medium" (or no
-//     effort) 4096, "high" 16384. max_tokens must exceed the budget, so a request whose
-//     limit does not is sent with the budget plus [DefaultMaxTokens].
-//   - thinking blocks stream as reasoning, their signature (signature_delta) as the
-//     reasoning's [ai.Reasoning.Signature]; a redacted_thinking block is reasoning with
-//     no text whose data is [ai.Reasoning.Redacted].
-//   - an assistant message's reasoning is sent back as its thinking and
-//     redacted_thinking blocks, first, unchanged: Anthropic requires them with the tool
-//     results of a turn that thought. Reasoning without a signature (from another
-//     provider) is not sent, since Anthropic would refuse it.
-//   - thinking tokens are part of usage.output_tokens, which Anthropic does not break
-//     down: [ai.Usage.ReasoningTokens] stays unreported.
-
 // MinThinkingBudget is the smallest thinking budget Anthropic accepts.
 const MinThinkingBudget = 1024
 

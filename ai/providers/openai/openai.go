@@ -3,6 +3,15 @@
 //
 // The provider reads no environment variables: base URL and key come from [Options] only, so a key meant for
 // api.openai.com is never sent to a local server by accident.
+//
+// Reasoning ([ai.WithReasoning]) on the chat-completions API, which this provider speaks so that every
+// OpenAI-compatible server works: [ai.ReasoningOptions.Effort] is sent as reasoning_effort (BudgetTokens is not
+// read). OpenAI's own servers return no reasoning text on this API (only the Responses API streams reasoning
+// summaries and encrypted reasoning, and this provider does not speak it); what streams as reasoning is the text
+// compatible servers add to the delta, as reasoning_content (DeepSeek, vLLM, llama.cpp) or reasoning
+// (OpenRouter, Ollama, newer vLLM). Reasoning is never sent back: the API has no member for it, and DeepSeek
+// refuses messages that carry it. usage.completion_tokens_details.reasoning_tokens is reported as
+// [ai.Usage.ReasoningTokens].
 package openai
 
 import (

@@ -9,20 +9,6 @@ import (
 	"github.com/bbc28f59/engine/ai"
 )
 
-// Reasoning on the chat-completions API, which this provider speaks so that every
-// OpenAI-compatible server works:
-//
-//   - [ai.ReasoningOptions.Effort] is sent as reasoning_effort; BudgetTokens is not read.
-//   - OpenAI's own servers do not return reasoning text on this API (only the Responses
-//     API streams reasoning summaries and encrypted reasoning, and this provider does
-//     not speak it): what streams as reasoning is the reasoning text that compatible
-//     servers add to the delta, as reasoning_content (DeepSeek, vLLM, llama.cpp) or as
-//     reasoning (OpenRouter, Ollama, newer vLLM).
-//   - Reasoning is never sent back: the API has no field for it, and DeepSeek refuses a
-//     request whose messages carry reasoning_content.
-//   - usage.completion_tokens_details.reasoning_tokens is reported as
-//     [ai.Usage.ReasoningTokens] (part of the completion tokens).
-
 // setReasoning asks for reasoning as the request's model options say.
 func setReasoning(p *sdk.ChatCompletionNewParams, r *ai.ReasoningOptions) {
 	if r != nil && r.Effort != "" {
