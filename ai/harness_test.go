@@ -426,6 +426,13 @@ func (w *world) keepErr(err error) {
 // post sends body to path and returns the status and raw body.
 func (w *world) post(t *testing.T, path, body string) (int, string) {
 	t.Helper()
+	res, b := w.request(t, path, body)
+	return res.StatusCode, b
+}
+
+// request posts body to path as JSON and returns the response (its body read) and the body.
+func (w *world) request(t *testing.T, path, body string) (*http.Response, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.srv.URL+path, strings.NewReader(body))
@@ -442,7 +449,7 @@ func (w *world) post(t *testing.T, path, body string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.StatusCode, string(b)
+	return res, string(b)
 }
 
 // stream posts body to path and parses the reply as an agent stream.

@@ -1,15 +1,12 @@
 package ai_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/ai/providers/openai/openaitest"
@@ -51,26 +48,10 @@ func (s uiStream) text() string {
 	return b.String()
 }
 
-// postUI posts a chat request to the UI route and returns the status and body.
+// postUI posts a chat request to the UI route and returns the response and its body.
 func (w *world) postUI(t *testing.T, body string) (*http.Response, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.srv.URL+"/chat/ui", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res, string(b)
+	return w.request(t, "/chat/ui", body)
 }
 
 // ui posts a chat request and parses the UI message stream it answers with, checking

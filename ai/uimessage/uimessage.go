@@ -31,8 +31,8 @@ package uimessage
 
 import (
 	"encoding/json"
-	"reflect"
 
+	"github.com/bbc28f59/engine/internal/openschema"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -128,23 +128,9 @@ type Approval struct {
 // trigger and messageId may be null.
 func (Request) JSONSchema() *jsonschema.Schema {
 	type fields Request
-	s, err := jsonschema.For[fields](&jsonschema.ForOptions{IgnoreInvalidTypes: true,
-		TypeSchemas: map[reflect.Type]*jsonschema.Schema{reflect.TypeFor[json.RawMessage](): {}}})
-	if err != nil {
-		return &jsonschema.Schema{Type: "object"} // not reached: the type is fixed
-	}
-	open := func(o *jsonschema.Schema) *jsonschema.Schema {
-		if o != nil {
-			o.AdditionalProperties = nil
-		}
-		return o
-	}
-	open(s)
+	s := openschema.For[fields]()
 	for _, k := range []string{"trigger", "messageId"} {
 		s.Properties[k].Type, s.Properties[k].Types = "", []string{"string", "null"}
 	}
-	msg := open(s.Properties["messages"].Items)
-	part := open(msg.Properties["parts"].Items)
-	open(part.Properties["approval"])
 	return s
 }

@@ -87,26 +87,17 @@ func uiNode(t *testing.T) string {
 	return node
 }
 
-// uiAssistant is the fake model of TestAISDKChat: it answers from the conversation the
-// way the scenarios expect.
+// uiAssistant is the fake model of TestAISDKChat: the AG-UI client test's assistant
+// (a weather call, bob's transfer of 500, "Done: <result>" after a tool, "Reply to: …"
+// otherwise), plus a transfer to carol and a model failure.
 func uiAssistant(req openaitest.Request) openaitest.Turn {
 	last := req.Messages[len(req.Messages)-1]
-	call := func(id, name, args string) openaitest.Turn {
-		return openaitest.Turn{ToolCalls: []openaitest.ToolCall{{ID: id, Name: name, Arguments: args}}}
-	}
-	if last.Role == "tool" {
-		return openaitest.Turn{Text: "Done: " + last.Text()}
-	}
-	text := last.Text()
-	switch {
-	case strings.Contains(text, "weather"):
-		return call("call_weather", "tools_weather", `{"city":"Paris"}`)
-	case strings.Contains(text, "transfer 500 to bob"):
-		return call("call_bob", "tools_transfer", `{"to":"bob","amount":500}`)
+	switch text := last.Text(); {
+	case last.Role == "tool":
 	case strings.Contains(text, "transfer 700 to carol"):
-		return call("call_carol", "tools_transfer", `{"to":"carol","amount":700}`)
+		return openaitest.Turn{ToolCalls: []openaitest.ToolCall{{ID: "call_carol", Name: "tools_transfer", Arguments: `{"to":"carol","amount":700}`}}}
 	case strings.Contains(text, "fail"):
 		return openaitest.Turn{Text: "Let me", ErrorMessage: "model overloaded"}
 	}
-	return openaitest.Turn{Text: "Reply to: " + text}
+	return scriptedAssistant(req)
 }
