@@ -67,7 +67,9 @@ func (m *ModelDef) Validate() error {
 	if p := m.pricing; p != nil && (p.in < 0 || p.out < 0) {
 		errs = append(errs, fmt.Errorf("ai: model %q has a negative price", m.name))
 	}
-	errs = append(errs, m.reasoning.validate(m.name))
+	if err := m.reasoning.validate(m.name); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

@@ -85,7 +85,10 @@ type reasoningBuilder struct {
 
 // reason streams one reasoning piece, opening its message when it is the first.
 func (b *turnBuilder) reason(d ReasoningDelta) {
-	rb := &b.thinking
+	if b.thinking == nil {
+		b.thinking = &reasoningBuilder{}
+	}
+	rb := b.thinking
 	if rb.open && rb.index != d.Index {
 		b.endReasoning()
 	}
@@ -113,8 +116,8 @@ func (b *turnBuilder) reason(d ReasoningDelta) {
 // endReasoning closes the open reasoning message, with the provider's encrypted value
 // when it sent one, and keeps it in the turn.
 func (b *turnBuilder) endReasoning() {
-	rb := &b.thinking
-	if !rb.open {
+	rb := b.thinking
+	if rb == nil || !rb.open {
 		return
 	}
 	rb.open = false

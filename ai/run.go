@@ -120,15 +120,15 @@ func Stream(fx *engine.Fx, agent *AgentDef, input any, out *engine.Stream[agui.E
 	if err != nil {
 		return RunResult{}, err
 	}
-	return r.streamTo(out.Live(), aguiWire{out.SSE()}, out.Done)
+	return r.streamTo(out.Live(), aguiWire{out.SSE()}, out)
 }
 
 // streamTo runs the prepared run in a streaming flow's handler, writing its events to w,
-// ends the stream (done), and returns what [Stream] returns.
-func (r *AgentRun) streamTo(live bool, w wire, done func() error) (RunResult, error) {
+// ends the stream (its Done), and returns what [Stream] returns.
+func (r *AgentRun) streamTo(live bool, w wire, stream interface{ Done() error }) (RunResult, error) {
 	r.live = live
 	r.execute(r.fx.Context(), w)
-	_ = done()
+	_ = stream.Done()
 	switch {
 	case r.follow != nil && r.err == nil && len(r.interrupts) > 0 && !live:
 		// Nobody saw the interrupts: answer as a call whose run parks, naming that run.

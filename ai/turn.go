@@ -56,7 +56,8 @@ type turnBuilder struct {
 	calls    []*streamedCall
 	byIndex  map[int]*streamedCall
 	open     int // provider index of the call being streamed, or -1
-	thinking reasoningBuilder
+	// thinking is the turn's reasoning, when it has any.
+	thinking *reasoningBuilder
 }
 
 // textBufStart is the first capacity of a turn's text.
