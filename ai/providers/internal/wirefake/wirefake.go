@@ -29,6 +29,9 @@ type Vendor[Req, Turn any] struct {
 	Assistants func(Req) int
 	// Failure returns an HTTP status and message to answer instead of a stream (0: stream).
 	Failure func(Turn) (status int, message string)
+	// Check, when set, refuses a request the vendor's API would refuse: an HTTP status
+	// (400) and message, or 0 to answer it.
+	Check func(Req) (status int, message string)
 	// Delay is waited before every frame.
 	Delay func(Turn) time.Duration
 	// Frames encodes the turn answering req, which holds n assistant messages.
@@ -101,6 +104,12 @@ func (s *Server[Req, Turn]) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	s.mu.Unlock()
+	if v.Check != nil {
+		if status, msg := v.Check(req); status != 0 {
+			v.WriteError(w, status, msg)
+			return
+		}
+	}
 
 	n := v.Assistants(req)
 	var turn Turn
