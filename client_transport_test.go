@@ -11,6 +11,7 @@ import (
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
 	tc "github.com/bbc28f59/engine/internal/testcontract"
+	"github.com/bbc28f59/engine/internal/testenv"
 )
 
 // TestTransportErrors checks every reply that is not a result envelope becomes a
@@ -135,5 +136,53 @@ func TestEnvelopeCodesNeverTransport(t *testing.T) {
 	wantCode(t, res, "UpstreamDown", http.StatusBadGateway)
 	if dataOf(t, res.Error)["service"] != "x" {
 		t.Fatalf("data %s", res.Error.Data)
+	}
+}
+
+// TestDoStream checks the transport's raw streaming request: the request header goes on
+// top of the transport's own (Accept defaults to text/event-stream), a 2xx event stream
+// comes back unread while the server is still writing it, and any other reply comes back
+// read, with its status, headers and body; a 401 refreshes once as every call does.
+func TestDoStream(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	url := serveRaw(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer good" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if r.URL.Path == "/missing" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"data":null,"error":{"code":"NotFound","data":{}}}`))
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("id: " + r.Header.Get("Last-Event-ID") + "\ndata: " + r.Header.Get("X-App") + " " + r.Header.Get("Accept") + "\n\n"))
+		w.(http.Flusher).Flush()
+		<-release // the stream is still open when DoStream returns
+	})
+	defer close(release)
+	tk := &testenv.Token{Value: "stale", FixTo: "good"}
+	tr := clientx.NewTransport(clientx.WithAuth(tk.Auth()), clientx.WithHeaders(http.Header{"X-App": {"app"}}))
+	resp, e := tr.DoStream(ctxT(t), http.MethodGet, url+"/stream", http.Header{"Last-Event-ID": {"7"}}, nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	defer resp.Body.Close()
+	frame := make([]byte, 64)
+	n, _ := resp.Body.Read(frame)
+	if resp.StatusCode != 200 || string(frame[:n]) != "id: 7\ndata: app text/event-stream\n\n" || tk.Refreshes() != 1 {
+		t.Fatalf("stream: HTTP %d %q after %d refreshes", resp.StatusCode, frame[:n], tk.Refreshes())
+	}
+	missing, e := tr.DoStream(ctxT(t), http.MethodGet, url+"/missing", nil, nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	if body := readAll(t, missing); missing.StatusCode != 404 || body != `{"data":null,"error":{"code":"NotFound","data":{}}}` || missing.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("a reply that is no stream: HTTP %d %s", missing.StatusCode, body)
+	}
+	if _, e := tr.DoStream(ctxT(t), http.MethodGet, "http://127.0.0.1:1/nothing", nil, nil); !clientx.IsTransportError(e) {
+		t.Fatalf("no server: %v, want a TransportError", e)
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/bbc28f59/engine/internal/validate"
 )
 
 // Validator is implemented by input types with checks beyond their JSON Schema. A
@@ -32,9 +34,10 @@ func restInput(r *http.Request, def *FlowDef, body []byte) ([]byte, error) {
 	if !isQuery && len(def.params) == 0 {
 		return body, nil
 	}
-	obj := map[string]any{}
+	var room [4]member // a call's few members, without a map
+	obj := members(room[:0])
 	var issues []ValidationIssue
-	if isQuery {
+	if isQuery && r.URL.RawQuery != "" {
 		query, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
 			return nil, Invalid(ValidationIssue{Message: "malformed query string: " + err.Error()})
@@ -47,38 +50,105 @@ func restInput(r *http.Request, def *FlowDef, body []byte) ([]byte, error) {
 				continue
 			}
 			if v != nil {
-				obj[key] = v
+				obj = obj.set(key, v)
 			}
 		}
-	} else if len(bytes.TrimSpace(body)) > 0 {
+	} else if !isQuery && len(bytes.TrimSpace(body)) > 0 {
 		// Numbers stay as written (json.Number): decoded as float64, an integer above 2^53
 		// would reach the handler changed.
+		var m map[string]any
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.UseNumber()
-		err := dec.Decode(&obj)
+		err := dec.Decode(&m)
 		if _, end := dec.Token(); err != nil || end != io.EOF {
-			err = json.Unmarshal(body, &obj) // the error, as json.Unmarshal words it
+			err = json.Unmarshal(body, &m) // the error, as json.Unmarshal words it
 		}
-		if err != nil {
+		if err != nil || m == nil { // m is nil for a body of null
 			var syn *json.SyntaxError
 			if errors.As(err, &syn) {
 				return nil, Invalid(ValidationIssue{Message: "malformed JSON: " + err.Error()})
 			}
 			return nil, Invalid(ValidationIssue{Message: "the body must be a JSON object when the path has parameters"})
 		}
+		for k, v := range m {
+			obj = obj.set(k, v)
+		}
 	}
 	for _, name := range def.params {
-		v, issue := typedParam(def.inSchema, name, []string{r.PathValue(name)}, true)
+		one := [1]string{r.PathValue(name)}
+		v, issue := typedParam(def.inSchema, name, one[:], true)
 		if issue != nil {
 			issues = append(issues, *issue)
 			continue
 		}
-		obj[name] = v
+		obj = obj.set(name, v)
 	}
 	if len(issues) > 0 {
 		return nil, Invalid(issues...)
 	}
-	return json.Marshal(obj)
+	return obj.appendJSON(make([]byte, 0, 64))
+}
+
+// member is one member of a REST call's input object.
+type member struct {
+	name  string
+	value any
+}
+
+// members is a REST call's input object: few members, each name once.
+type members []member
+
+// set gives name the value v, in place of any value it had.
+func (ms members) set(name string, v any) members {
+	for i := range ms {
+		if ms[i].name == name {
+			ms[i].value = v
+			return ms
+		}
+	}
+	return append(ms, member{name, v})
+}
+
+// appendJSON writes the object as json.Marshal writes a map[string]any, members in name
+// order, without building one: the values of query and path parameters (strings,
+// numbers, booleans) directly, anything else through json.Marshal.
+func (ms members) appendJSON(dst []byte) ([]byte, error) {
+	slices.SortFunc(ms, func(a, b member) int { return strings.Compare(a.name, b.name) })
+	dst = append(dst, '{')
+	for i, m := range ms {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(appendString(dst, m.name), ':')
+		switch v := m.value.(type) {
+		case string:
+			dst = appendString(dst, v)
+		case json.Number: // made by strconv, or read by the JSON decoder: valid as it is
+			dst = append(dst, v...)
+		case bool:
+			dst = strconv.AppendBool(dst, v)
+		default:
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			dst = append(dst, b...)
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// appendString writes s as json.Marshal does: as it is between quotes when it holds only
+// printable ASCII that needs no escape (the usual name or value), through json.Marshal
+// otherwise.
+func appendString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s) // a string always encodes
+			return append(dst, b...)
+		}
+	}
+	return append(append(append(dst, '"'), s...), '"')
 }
 
 // typedParam converts the string values of one query or path parameter to the JSON type
@@ -97,7 +167,7 @@ func typedParam(root *jsonschema.Schema, key string, vals []string, isPath bool)
 		if len(vals) == 1 {
 			return vals[0], nil
 		}
-		return vals, nil
+		return slices.Clone(vals), nil // a copy, so that a caller's vals need not be on the heap
 	}
 	if hasType(prop, "array") {
 		items := prop.Items
@@ -177,18 +247,51 @@ func hasType(s *jsonschema.Schema, t string) bool {
 	return false
 }
 
-// decodeInput validates raw against the flow's input schema (compiled into check when the
-// flow was bound), collecting every field-level issue, then decodes it into in and runs
-// its Validate method.
-func decodeInput(raw []byte, in any, def *FlowDef, check *inputValidator) error {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		if def.inSchema != nil && hasType(def.inSchema, "object") {
-			raw = []byte("{}")
-		} else {
-			raw = []byte("null")
+// compileInput prepares the validator of a flow's input schema when the flow is bound.
+func compileInput(id string, s *jsonschema.Schema) (*validate.Validator, error) {
+	v, err := validate.Compile(s)
+	if err != nil {
+		return nil, fmt.Errorf("input schema of %s: %w", id, err)
+	}
+	return v, nil
+}
+
+// decodeInput decodes raw into in, checked against the flow's input schema (compiled
+// into check when the flow was bound), then runs in's Validate method. An input the
+// validator accepts as it reads the bytes is decoded once, straight into in, as a
+// hand-written json.Unmarshal would; any other goes the long way, which finds every
+// field-level issue.
+func decodeInput(raw []byte, in any, def *FlowDef, check *validate.Validator) error {
+	raw = inputOrEmpty(raw, def)
+	if !check.Accepts(raw) || json.Unmarshal(raw, in) != nil {
+		reflect.ValueOf(in).Elem().SetZero() // what a failed Unmarshal may have set
+		if err := decodeChecked(raw, in, check); err != nil {
+			return err
 		}
 	}
+	if v := validatorOf(in); v != nil {
+		return asValidation(v.Validate())
+	}
+	return nil
+}
+
+// inputOrEmpty trims raw; an empty input is the empty object for an object schema, and
+// null otherwise.
+func inputOrEmpty(raw []byte, def *FlowDef) []byte {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 {
+		return raw
+	}
+	if def.inSchema != nil && hasType(def.inSchema, "object") {
+		return []byte("{}")
+	}
+	return []byte("null")
+}
+
+// decodeChecked is the long way: decode raw as a JSON value (numbers as written), collect
+// every issue the schema finds in it, and only then decode it into in. Its issues and
+// errors are what a caller sees of a bad input.
+func decodeChecked(raw []byte, in any, check *validate.Validator) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var generic any
@@ -198,7 +301,11 @@ func decodeInput(raw []byte, in any, def *FlowDef, check *inputValidator) error 
 	if _, err := dec.Token(); err != io.EOF {
 		return Invalid(ValidationIssue{Message: "malformed JSON: unexpected data after the input value"})
 	}
-	if issues := check.validate(generic); len(issues) > 0 {
+	if found := check.Validate(generic); len(found) > 0 {
+		issues := make([]ValidationIssue, len(found))
+		for i, is := range found {
+			issues[i] = ValidationIssue(is)
+		}
 		return Invalid(issues...)
 	}
 	if err := json.Unmarshal(raw, in); err != nil {
@@ -207,9 +314,6 @@ func decodeInput(raw []byte, in any, def *FlowDef, check *inputValidator) error 
 			return Invalid(ValidationIssue{Path: te.Field, Message: "expected " + te.Type.String() + ", got " + te.Value})
 		}
 		return Invalid(ValidationIssue{Message: err.Error()})
-	}
-	if v := validatorOf(in); v != nil {
-		return asValidation(v.Validate())
 	}
 	return nil
 }

@@ -91,6 +91,9 @@ func TestRESTInputTyping(t *testing.T) {
 		{"body beside a path parameter", "POST", "/q/body/5", `{"a":1}`, `{"a":1,"id":"5"}`, nil},
 		{"malformed body", "POST", "/q/body/5", `{"a":`, "", issues(issue("", "malformed JSON: unexpected end of JSON input"))},
 		{"body not an object", "POST", "/q/body/5", `[1]`, "", issues(issue("", "the body must be a JSON object when the path has parameters"))},
+		{"body null beside a path parameter", "POST", "/q/body/5", `null`, "", issues(issue("", "the body must be a JSON object when the path has parameters"))},
+		{"query and path members in name order, the path's value kept", "GET", "/q/map/7?id=8&b=%3C%26%3E&a=1", "",
+			`{"a":"1","b":"<&>","id":"7"}`, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -3,7 +3,9 @@ package engine
 import (
 	"encoding/json"
 	"net/http"
+	"sync"
 
+	"github.com/bbc28f59/engine/internal/tsgen"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -97,7 +99,9 @@ func (a *App) Descriptor() Descriptor {
 	return d
 }
 
-func (a *App) serveDescriptor(w http.ResponseWriter, r *http.Request) {
+// descriptorJSON returns the body of /_engine/client.json, encoded once; nil when it
+// cannot be encoded (logged).
+func (a *App) descriptorJSON() []byte {
 	a.descOnce.Do(func() {
 		body, err := json.MarshalIndent(a.Descriptor(), "", "  ")
 		if err != nil {
@@ -106,11 +110,59 @@ func (a *App) serveDescriptor(w http.ResponseWriter, r *http.Request) {
 		}
 		a.descriptor = append(body, '\n')
 	})
-	if a.descriptor == nil {
+	return a.descriptor
+}
+
+func (a *App) serveDescriptor(w http.ResponseWriter, r *http.Request) {
+	if a.descriptorJSON() == nil {
 		a.writeError(w, r, nil, internalError())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache")
 	_, _ = w.Write(a.descriptor)
+}
+
+// tsFiles are the TypeScript files the app serves, generated from its descriptor on the
+// first request of either and kept: what `engine client add` writes, so a frontend gets
+// its types with curl, without Go.
+type tsFiles struct {
+	once    sync.Once
+	dts, js []byte
+}
+
+// serveTypeScript answers GET /_engine/client.d.ts (the declarations of the app's flows,
+// augmenting the client package's Register) and GET /_engine/client.js (the REST route
+// table they describe). The generator runs here, in the server; a client binary, which
+// links no App, links none of it.
+func (a *App) serveTypeScript(w http.ResponseWriter, r *http.Request, name string) {
+	f := &a.tsFiles
+	f.once.Do(func() {
+		body := a.descriptorJSON()
+		if body == nil {
+			return
+		}
+		d, err := tsgen.Parse(body)
+		if err != nil {
+			a.logger.Error("engine: reading the descriptor for the TypeScript files", "err", err)
+			return
+		}
+		out := tsgen.Generate(d, "this app's "+RPCPrefix+"client.json")
+		for _, p := range out.Problems {
+			a.logger.Warn("engine: client.d.ts: a schema has no TypeScript translation and is typed unknown", "flow", p.Flow, "where", p.Where, "problem", p.Msg)
+		}
+		f.dts, f.js = out.DTS, out.JS
+	})
+	body, ct := f.dts, "application/typescript; charset=utf-8"
+	if name == "client.js" {
+		body, ct = f.js, "text/javascript; charset=utf-8"
+	}
+	if body == nil {
+		a.writeError(w, r, nil, internalError())
+		return
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(body)
 }

@@ -51,3 +51,20 @@ func TestABrokenBodyIsAValidationError(t *testing.T) {
 		t.Fatalf("reply %s %s after %d calls, want 400 ValidationError", status, reply, calls.Load())
 	}
 }
+
+// wrappedWriter is what a logging or metrics middleware hands the handler in place of
+// net/http's writer, reachable through Unwrap.
+type wrappedWriter struct{ http.ResponseWriter }
+
+func (w wrappedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// The body deadline reaches the connection through a middleware's writer too.
+func TestTheBodyDeadlineReachesThroughAWrappedWriter(t *testing.T) {
+	t.Parallel()
+	srv, calls := edgeServer(t, engine.WithBodyTimeout(200*time.Millisecond))
+	h := srv.Config.Handler
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(wrappedWriter{w}, r)
+	})
+	expectBodyTimeout(t, srv, calls)
+}

@@ -87,15 +87,7 @@ func TestABodyOverTheLimitIsRefusedBeforeItIsRead(t *testing.T) {
 func TestABodyThatDoesNotArriveInTimeIsARequestTimeout(t *testing.T) {
 	t.Parallel()
 	srv, calls := edgeServer(t, engine.WithBodyTimeout(200*time.Millisecond))
-	addr := strings.TrimPrefix(srv.URL, "http://")
-	// 100 bytes announced, 6 sent, then silence.
-	status, reply := rawExchange(t, addr, "POST /edge/echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n", `{"tex`)
-	if !strings.HasPrefix(status, "408") || !strings.Contains(reply, `"RequestTimeout"`) {
-		t.Fatalf("reply %s %s, want 408 RequestTimeout", status, reply)
-	}
-	if calls.Load() != 0 {
-		t.Fatal("the flow ran")
-	}
+	expectBodyTimeout(t, srv, calls)
 	// A body that arrives in time is served as usual.
 	res, err := http.Post(srv.URL+"/edge/echo", "application/json", strings.NewReader(`{"text":"hi"}`))
 	if err != nil {
@@ -105,6 +97,21 @@ func TestABodyThatDoesNotArriveInTimeIsARequestTimeout(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusOK || !strings.Contains(string(b), `"hi"`) {
 		t.Fatalf("a prompt body: %d %s", res.StatusCode, b)
+	}
+}
+
+// expectBodyTimeout sends a body that stops short of its length and expects 408
+// RequestTimeout, with the flow never run.
+func expectBodyTimeout(t *testing.T, srv *httptest.Server, calls *atomic.Int64) {
+	t.Helper()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	// 100 bytes announced, 6 sent, then silence.
+	status, reply := rawExchange(t, addr, "POST /edge/echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n", `{"tex`)
+	if !strings.HasPrefix(status, "408") || !strings.Contains(reply, `"RequestTimeout"`) {
+		t.Fatalf("reply %s %s, want 408 RequestTimeout", status, reply)
+	}
+	if calls.Load() != 0 {
+		t.Fatal("the flow ran")
 	}
 }
 

@@ -30,6 +30,7 @@ type App struct {
 	inner       []Interceptor // around the handler, inside the gates ([InterceptHandler])
 	descriptor  []byte
 	descOnce    sync.Once
+	tsFiles     tsFiles // /_engine/client.d.ts and client.js, built on first request
 	lifecycleMu sync.Mutex
 	started     bool
 	extraRoutes []extraRoute
@@ -94,8 +95,11 @@ func WithMaxBodyBytes(n int64) Option {
 }
 
 // Authenticator turns a request's credentials into a principal. It returns (nil, nil)
-// when the request carries no credentials, and an error (usually [Unauthorized]) when
-// they are present but invalid. The gate package provides one.
+// when the request carries no credentials, and an error (usually [Unauthorized], with a
+// WWW-Authenticate header set by [Error.WithHeader]) when they are present but invalid or
+// expired. The app answers that error on every flow, public ones included, but those
+// declared [TokenEndpoint], and on every route mounted with [Handle]. The gate package
+// provides one.
 type Authenticator interface {
 	Authenticate(r *http.Request) (*Principal, error)
 }
@@ -127,7 +131,9 @@ func OnClose(fn func(ctx context.Context, app *App) error) Option {
 
 // Mount mounts a plain HTTP handler beside the flows (for example a server-sent events
 // route that is not a flow). Method and path use the trigger syntax (:name segments,
-// available through r.PathValue).
+// available through r.PathValue). The app reads no credentials for it, so h may take its
+// own (a webhook's signature, another service's token); mount with [Handle] for a route
+// behind the app's authentication.
 func Mount(method, path string, h http.Handler) Option {
 	return optionFunc(func(a *App) error {
 		def := &FlowDef{}

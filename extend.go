@@ -116,6 +116,14 @@ func (a *App) Authenticate(r *http.Request) (*Principal, error) { return a.authe
 // without one, asking an anonymous caller to sign in (Unauthorized) makes no sense.
 func (a *App) HasAuthenticator() bool { return a.auth != nil }
 
+// authenticate runs the app's authenticator for a request a route is about to serve. It
+// is the one place credentials are judged, by the flows (but [TokenEndpoint] ones) and the
+// routes mounted with [Handle] alike, and both answer its error before anything else: a
+// request that presents credentials the authenticator refuses (an invalid or expired
+// bearer token) gets 401 Unauthorized on every such route, public flows included, so that
+// a client refreshes its token and retries instead of being served as someone anonymous
+// (an approval answering "no approval is waiting"). A request without credentials goes
+// on with no principal, and each route answers it as it would.
 func (a *App) authenticate(r *http.Request) (*Principal, error) {
 	if a.auth == nil {
 		return nil, nil

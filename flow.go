@@ -80,6 +80,7 @@ type FlowDef struct {
 	params     []string // path parameter names, in order
 	errors     []ErrorSpec
 	public     bool
+	tokenEnd   bool // TokenEndpoint: the request's credentials are not read
 	durable    bool
 	inType     reflect.Type
 	outType    reflect.Type
@@ -264,9 +265,21 @@ func Errors(specs ...ErrorSpec) FlowOption {
 	}
 }
 
-// Public marks a flow that needs no authentication. Flows are gated by default.
+// Public marks a flow that needs no authentication. Flows are gated by default. A public
+// flow called with credentials the app's authenticator refuses (an expired access token)
+// still answers 401 Unauthorized, as a gated flow does, so that the client refreshes and
+// retries rather than running the call anonymously; without credentials it runs
+// anonymously.
 func Public() FlowOption {
 	return func(f *FlowDef) error { f.public = true; return nil }
+}
+
+// TokenEndpoint marks a public flow that takes the caller's credentials in its input and
+// issues tokens (sign-in, sign-up, refresh), like OAuth's token endpoint: the request's
+// Authorization header is not read, so a stale access token that a client still sends
+// cannot refuse the very call that replaces it. Its handler sees no principal.
+func TokenEndpoint() FlowOption {
+	return func(f *FlowDef) error { f.public, f.tokenEnd = true, true; return nil }
 }
 
 // Durable marks a flow that runs under a journal when the app has one (package durable):

@@ -139,3 +139,10 @@ func mapKeyName(k reflect.Value) string {
 	}
 	return fmt.Sprint(k.Interface())
 }
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}

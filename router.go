@@ -111,9 +111,10 @@ func sameParams(a, b []string) bool {
 	return true
 }
 
-// match finds the target for a request. found reports whether the path exists for some
-// method; allow lists those methods when the request's method does not match.
-func (r *router) match(method, escapedPath string) (t *routeTarget, values []string, found bool, allow []string) {
+// match finds the target for a request, appending the values of its parameters to vals.
+// found reports whether the path exists for some method; allow lists those methods when
+// the request's method does not match.
+func (r *router) match(method, escapedPath string, vals []string) (t *routeTarget, values []string, found bool, allow []string) {
 	path, err := url.PathUnescape(escapedPath)
 	if err != nil {
 		return nil, nil, false, nil
@@ -127,17 +128,18 @@ func (r *router) match(method, escapedPath string) (t *routeTarget, values []str
 	if len(escapedPath) < 2 || escapedPath[0] != '/' {
 		return nil, nil, false, nil
 	}
-	segs := strings.Split(escapedPath[1:], "/")
+	rest := escapedPath[1:]
+	n := strings.Count(rest, "/") + 1
 	for _, d := range r.dynamic {
-		if len(d.segs) != len(segs) {
+		if len(d.segs) != n {
 			continue
 		}
-		vals, ok := matchSegs(d.segs, segs)
+		got, ok := matchSegs(d.segs, rest, vals)
 		if !ok {
 			continue
 		}
 		if t := pick(d.methods, method); t != nil {
-			return t, vals, true, nil
+			return t, got, true, nil
 		}
 		allow = append(allow, methodsOf(d.methods)...)
 		found = true
@@ -145,18 +147,21 @@ func (r *router) match(method, escapedPath string) (t *routeTarget, values []str
 	return nil, nil, found, allow
 }
 
-func matchSegs(pattern, segs []string) ([]string, bool) {
-	var vals []string
-	for i, p := range pattern {
+// matchSegs matches path, the escaped path after its first slash, with the pattern's
+// segments, appending the parameters' values to vals.
+func matchSegs(pattern []string, path string, vals []string) ([]string, bool) {
+	for _, p := range pattern {
+		seg, after, _ := strings.Cut(path, "/")
+		path = after
 		if strings.HasPrefix(p, ":") {
-			v, err := url.PathUnescape(segs[i])
+			v, err := url.PathUnescape(seg)
 			if err != nil || v == "" {
 				return nil, false
 			}
 			vals = append(vals, v)
 			continue
 		}
-		if p != segs[i] {
+		if p != seg {
 			return nil, false
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/bbc28f59/engine/httpx"
 	"github.com/bbc28f59/engine/internal/callkey"
@@ -19,9 +20,10 @@ import (
 // RPCPrefix is the path prefix of RPC calls and the descriptor.
 const RPCPrefix = "/_engine/"
 
-// Handler returns the app as an http.Handler: REST triggers, RPC under /_engine/, and the
-// descriptor at /_engine/client.json. It works under a prefix (http.StripPrefix) and
-// behind any middleware.
+// Handler returns the app as an http.Handler: REST triggers, RPC under /_engine/, the
+// descriptor at /_engine/client.json and the TypeScript files generated from it at
+// /_engine/client.d.ts and /_engine/client.js. It works under a prefix (http.StripPrefix)
+// and behind any middleware.
 func (a *App) Handler() http.Handler { return a }
 
 // ServeHTTP implements http.Handler.
@@ -35,7 +37,8 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.serveEngine(w, r, path)
 		return
 	}
-	t, vals, found, allow := a.router.match(r.Method, path)
+	var room [4]string // the path's parameters, without a slice on the heap
+	t, vals, found, allow := a.router.match(r.Method, path, room[:0])
 	if t == nil {
 		if found {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
@@ -60,13 +63,18 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // mounted there with [Handle]. An RPC call of a bound flow wins over a mounted route.
 func (a *App) serveEngine(w http.ResponseWriter, r *http.Request, path string) {
 	rest := path[len(RPCPrefix):]
-	if rest == "client.json" {
+	switch rest {
+	case "client.json", "client.d.ts", "client.js":
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			a.writeError(w, r, nil, NewError(CodeMethodNotAllowed, map[string]any{"message": "the descriptor is read with GET"}))
+			a.writeError(w, r, nil, NewError(CodeMethodNotAllowed, map[string]any{"message": "/_engine/" + rest + " is read with GET"}))
 			return
 		}
-		a.serveDescriptor(w, r)
+		if rest == "client.json" {
+			a.serveDescriptor(w, r)
+		} else {
+			a.serveTypeScript(w, r, rest)
+		}
 		return
 	}
 	unit, flow, ok := strings.Cut(rest, "/")
@@ -76,7 +84,8 @@ func (a *App) serveEngine(w http.ResponseWriter, r *http.Request, path string) {
 		a.serveFlow(w, r, b, false)
 		return
 	}
-	t, vals, found, allow := a.router.match(r.Method, path)
+	var room [4]string
+	t, vals, found, allow := a.router.match(r.Method, path, room[:0])
 	if t != nil {
 		for i, name := range t.params {
 			r.SetPathValue(name, vals[i])
@@ -104,18 +113,14 @@ func (a *App) serveEngine(w http.ResponseWriter, r *http.Request, path string) {
 func (a *App) serveFlow(w http.ResponseWriter, r *http.Request, b *binding, rest bool) {
 	fx := a.newFx(r.Context(), b.def, r)
 	defer a.recoverPanic(w, r, b.def, fx)
-	if a.auth != nil {
-		p, err := a.auth.Authenticate(r)
+	if !b.def.tokenEnd {
+		// Refused credentials are refused on public flows too (see authenticate).
+		p, err := a.authenticate(r)
 		if err != nil {
-			// An invalid token on a public flow is the caller's problem only when the flow
-			// needs a principal; public flows run anonymously.
-			if !b.def.public {
-				a.writeError(w, r, b.def, err)
-				return
-			}
-		} else {
-			fx.principal = p
+			a.writeError(w, r, b.def, err)
+			return
 		}
+		fx.principal = p
 	}
 	raw, err := a.readInput(w, r, b, rest)
 	if err != nil {
@@ -196,10 +201,12 @@ func (a *App) readInput(w http.ResponseWriter, r *http.Request, b *binding, rest
 		if r.ContentLength > a.maxBody {
 			return nil, a.tooLarge() // before a byte of it is read
 		}
-		clear := a.bodyDeadline(w, r)
+		d := a.bodyDeadline(w, r)
 		var err error
 		body, err = io.ReadAll(http.MaxBytesReader(nil, r.Body, a.maxBody))
-		clear()
+		if d != nil {
+			_ = d.SetReadDeadline(time.Time{})
+		}
 		if err != nil {
 			return nil, a.bodyError(w, err)
 		}

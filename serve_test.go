@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/internal/tsgen"
 )
 
 // serveApp serves flows that show how the HTTP layer treats bodies, statuses, panics and
@@ -60,6 +61,45 @@ func exchange(t *testing.T, srv *httptest.Server, method, target, body string) (
 		t.Fatal(err)
 	}
 	return res.StatusCode, res.Header.Get("Allow"), readAll(t, res)
+}
+
+// TestTheAppServesItsTypeScriptFiles checks /_engine/client.d.ts and /_engine/client.js:
+// what the generator writes from the app's descriptor, as `engine client add` would,
+// with their content types, and read with GET or HEAD only.
+func TestTheAppServesItsTypeScriptFiles(t *testing.T) {
+	t.Parallel()
+	srv, _ := serveApp(t)
+	_, _, desc := exchange(t, srv, "GET", "/_engine/client.json", "")
+	d, err := tsgen.Parse([]byte(desc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tsgen.Generate(d, "this app's /_engine/client.json")
+	for _, f := range []struct{ path, contentType, body, has string }{
+		{"/_engine/client.d.ts", "application/typescript; charset=utf-8", strings.TrimSpace(string(want.DTS)), "export type SvEchoInput = {"},
+		{"/_engine/client.js", "text/javascript; charset=utf-8", strings.TrimSpace(string(want.JS)), `echo: { method: "POST", path: "/sv/echo" }`},
+	} {
+		for range 2 { // the second answer comes from the cache
+			res, err := srv.Client().Get(srv.URL + f.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := readAll(t, res)
+			if res.StatusCode != 200 || res.Header.Get("Content-Type") != f.contentType || body != f.body || !strings.Contains(body, f.has) {
+				t.Fatalf("GET %s: HTTP %d %q\n%s", f.path, res.StatusCode, res.Header.Get("Content-Type"), body)
+			}
+		}
+		if code, _, body := exchange(t, srv, "HEAD", f.path, ""); code != http.StatusOK || body != "" {
+			t.Fatalf("HEAD %s: HTTP %d %q", f.path, code, body)
+		}
+		code, allow, body := exchange(t, srv, "POST", f.path, "{}")
+		if code != http.StatusMethodNotAllowed || allow != "GET, HEAD" || !strings.Contains(body, `"code":"MethodNotAllowed"`) {
+			t.Fatalf("POST %s: HTTP %d Allow %q %s", f.path, code, allow, body)
+		}
+	}
+	if !strings.Contains(string(want.DTS), `declare module "engine/client"`) {
+		t.Fatalf("the declarations do not augment the client package:\n%s", want.DTS)
+	}
 }
 
 // TestTheDescriptorIsReadWithGETOrHEAD checks the methods of /_engine/client.json.

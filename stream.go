@@ -85,6 +85,11 @@ func (s *Stream[Ev]) SSE() *httpx.SSEWriter { return s.s.open(false) }
 // error, as a protocol that reports failures as events does (AG-UI's RUN_ERROR).
 func (s *Stream[Ev]) Done() error { return s.s.done() }
 
+// Header returns the header of the stream's response, for a protocol that names itself
+// in one (the AI SDK's UI message stream sends x-vercel-ai-ui-message-stream). Set it
+// before the stream opens (the first event, or [Stream.SSE]); later changes are not sent.
+func (s *Stream[Ev]) Header() http.Header { return s.s.w.Header() }
+
 // Live reports whether a client receives the events: false when the flow is called in
 // process ([App.Invoke]), runs again in a resumed durable run, or was asked for its
 // result alone (see [BindStream]).

@@ -156,3 +156,39 @@ func TestAStreamingFlowCalledInProcess(t *testing.T) {
 		t.Fatalf("descriptor: %+v", f)
 	}
 }
+
+// A streaming flow's handler names its protocol in a response header before the stream
+// opens; a header set after the first event is not sent.
+func TestStreamHeader(t *testing.T) {
+	t.Parallel()
+	u := engine.NewUnit("hdr")
+	f := engine.DefineStream[struct{}, tick, tickSum](u, "s", engine.POST("/hdr"), engine.Public())
+	app, err := engine.New(engine.WithLogger(discardLogger()),
+		engine.BindStream(f, func(fx *engine.Fx, _ struct{}, out *engine.Stream[tick]) (tickSum, error) {
+			out.Header().Set("X-Protocol", "v1")
+			if err := out.Send(tick{I: 1}); err != nil {
+				return tickSum{}, err
+			}
+			out.Header().Set("X-Late", "yes")
+			return tickSum{Sum: 1}, nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(app.Handler())
+	t.Cleanup(srv.Close)
+	res, err := http.Post(srv.URL+"/hdr", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if got := res.Header.Get("X-Protocol"); got != "v1" {
+		t.Errorf("X-Protocol = %q, want v1", got)
+	}
+	if got := res.Header.Get("X-Late"); got != "" {
+		t.Errorf("a header set after the stream opened went out: X-Late = %q", got)
+	}
+	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		t.Errorf("Content-Type = %q", ct)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/bbc28f59/engine/internal/validate"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -15,7 +16,7 @@ import (
 // A Decoder is safe for concurrent use.
 type Decoder[T any] struct {
 	def   *FlowDef // the schema's holder, as decodeInput reads it
-	check *inputValidator
+	check *validate.Validator
 }
 
 // NewDecoder prepares the decoder of T. It fails when JSON Schema cannot describe T, or

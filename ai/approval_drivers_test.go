@@ -59,7 +59,7 @@ func TestApprovalHappyPathOnDrivers(t *testing.T) {
 				t.Fatalf("Approve: %v", err)
 			}
 			var frames []agent.Frame
-			for f, err := range agent.Follow(ctx, agent.FollowURL(e.srv.URL, stream), agent.FollowOptions{Header: apHeaders(apAlice)}) {
+			for f, err := range agent.Follow(ctx, e.client(t, apAlice), stream, agent.FollowOptions{}) {
 				if err != nil {
 					t.Fatalf("Follow: %v after %v", err, apTypes(frames))
 				}

@@ -166,7 +166,7 @@ func TestApprovalNotFound(t *testing.T) {
 		{"unknown tool call", apAlice, apApproveBody(otherCall, "")},
 		{"malformed id", apAlice, apApproveBody("!!not-base64!!", "")},
 		{"id without a dot", apAlice, apApproveBody("bm9kb3Q", "")},
-		{"missing id", apAlice, `{}`},
+		{"empty id", apAlice, `{"id":""}`},
 		{"other tenant", "eve@globex", apApproveBody(in.ID, "")},
 		{"other tenant, same user id", "alice@globex", apApproveBody(in.ID, "")},
 		{"anonymous (no tenant)", "", apApproveBody(in.ID, "")},
@@ -177,6 +177,14 @@ func TestApprovalNotFound(t *testing.T) {
 			if d.status != 404 || d.code() != "NotFound" {
 				t.Errorf("%s %s: HTTP %d %s, want 404 NotFound", op, c.name, d.status, d.raw)
 			}
+		}
+	}
+	// The id is required: a body without one is a ValidationError naming it, as the
+	// declared schema (and the generated TypeScript type) says.
+	for _, op := range []string{"approve", "deny"} {
+		d := e.decide(t, op, apAlice, `{}`)
+		if d.status != 400 || d.code() != "ValidationError" || !strings.Contains(d.raw, `{"path":"id","message":"required"}`) {
+			t.Errorf("%s without an id: HTTP %d %s, want 400 ValidationError on id", op, d.status, d.raw)
 		}
 	}
 	// None of them decided anything: the owner still can.

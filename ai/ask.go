@@ -53,7 +53,7 @@ func Ask(fx *engine.Fx, model *ModelDef, prompt string, opts AskOptions) (string
 		Cost float64 `json:"cost"`
 	}
 	a, err := durable.Step(fx, "ask:"+name, func(ctx context.Context) (answer, error) {
-		reply, err := Collect(model.Provider().Stream(ctx, Request{Model: model.ModelID(), System: opts.System,
+		reply, err := Collect(model.Provider().Stream(ctx, Request{Model: model.ModelID(), Reasoning: model.reasoning, System: opts.System,
 			Messages: []Message{{Role: RoleUser, Content: prompt}}}))
 		if err != nil {
 			return answer{}, err
@@ -90,7 +90,7 @@ func StreamText(fx *engine.Fx, model *ModelDef, prompt string, out *engine.Strea
 		return "", fmt.Errorf("ai: StreamText: nil stream")
 	}
 	sse := out.SSE() // the response begins now, as the model is asked
-	req := Request{Model: model.ModelID(), Messages: []Message{{Role: RoleUser, Content: prompt}}}
+	req := Request{Model: model.ModelID(), Reasoning: model.reasoning, Messages: []Message{{Role: RoleUser, Content: prompt}}}
 	var text []byte
 	for chunk, err := range model.Provider().Stream(fx.Context(), req) {
 		if err != nil {

@@ -65,5 +65,14 @@
 //	engine.Bind(Transfer, transfer, gate.Scopes("tools:transfer"),
 //		ai.Approval(func(in TransferIn) bool { return in.Amount > 100 }))
 //
-// The repository's docs/protocol.md describes every event, status and route on the wire.
+// # Reasoning and other clients
+//
+// A model declared [WithReasoning] streams its reasoning as AG-UI reasoning messages
+// before the text and tool calls it led to; the run keeps it, with the provider's
+// signatures, and sends it back where the provider requires (Anthropic, with a turn's
+// tool results). [StreamUI] serves the same run to the Vercel AI SDK's useChat as its UI
+// message stream (package ai/uimessage), approvals included.
+//
+// The repository's docs/protocol.md describes every event, status and route on the wire,
+// and docs/ai-sdk-ui.md the AI SDK's.
 package ai

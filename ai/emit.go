@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/bbc28f59/engine/ai/agui"
-	"github.com/bbc28f59/engine/httpx"
 	"github.com/bbc28f59/engine/journal"
 )
 
@@ -15,7 +14,7 @@ import (
 // carries as its id, so a follower that resumes from a live id sees no gap.
 type emitter struct {
 	ctx    context.Context
-	sse    *httpx.SSEWriter   // nil when nobody streams
+	sse    wire               // the live response; nil when nobody streams
 	log    *journal.LogWriter // nil without a journal
 	parent *emitter           // a subagent's events surface as CUSTOM events there
 
@@ -61,7 +60,7 @@ func (e *emitter) write(ev agui.Event, last bool) {
 			return // see below
 		}
 		switch ev.(type) {
-		case agui.TextMessageContent, agui.ToolCallArgs, agui.Unknown:
+		case agui.TextMessageContent, agui.ToolCallArgs, agui.ReasoningMessageContent, agui.Unknown:
 			seq, err = e.log.Write(e.ctx, data)
 		case agui.RunFinished, agui.RunError:
 			if last {
@@ -82,13 +81,14 @@ func (e *emitter) write(ev agui.Event, last bool) {
 		}
 	}
 	if e.sse != nil {
-		_ = e.sse.WriteEvent(seq, data) // a gone client surfaces as the request's cancellation
+		_ = e.sse.event(seq, ev, data) // a gone client surfaces as the request's cancellation
 	}
 }
 
-// delta sends a TEXT_MESSAGE_CONTENT or TOOL_CALL_ARGS event: the per-token path. The log
-// writer takes the fields, and the event is encoded straight into the SSE frame, so a
-// token costs no interface boxing, no parse and no copy of its own.
+// delta sends a TEXT_MESSAGE_CONTENT, REASONING_MESSAGE_CONTENT or TOOL_CALL_ARGS event:
+// the per-token path. The log writer takes the fields, and the event is encoded straight
+// into the SSE frame, so a token costs no interface boxing, no parse and no copy of its
+// own.
 func (e *emitter) delta(typ agui.Type, id, text string) {
 	if e == nil {
 		return
@@ -107,7 +107,7 @@ func (e *emitter) delta(typ agui.Type, id, text string) {
 		}
 	}
 	if e.sse != nil {
-		_ = e.sse.WriteEventFunc(seq, func(dst []byte) []byte { return agui.AppendDelta(dst, typ, id, text) })
+		_ = e.sse.delta(seq, typ, id, text)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/clientx"
 	"github.com/bbc28f59/engine/clientx/agent"
 )
 
@@ -78,6 +79,16 @@ func (p *apCuttingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// apProxyClient is a client of the app behind the proxy at url, as alice.
+func apProxyClient(t *testing.T, url string) *clientx.Client {
+	t.Helper()
+	c, err := clientx.New(url, clientx.WithHeaders(apHeaders(apAlice)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func (p *apCuttingProxy) requests() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -99,7 +110,7 @@ func TestFollowClientReconnectsAfterDrops(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			var got []agent.Frame
-			for f, err := range agent.Follow(ctx, agent.FollowURL(proxy.URL, stream), agent.FollowOptions{Header: apHeaders(apAlice), Backoff: 5 * time.Millisecond}) {
+			for f, err := range agent.Follow(ctx, apProxyClient(t, proxy.URL), stream, agent.FollowOptions{Backoff: 5 * time.Millisecond}) {
 				if err != nil {
 					t.Fatalf("Follow: %v after seqs %v", err, apSeqs(got))
 				}
@@ -135,7 +146,7 @@ func TestFollowClientLiveAcrossInterruptWithDrops(t *testing.T) {
 	defer cancel()
 	var got []agent.Frame
 	approved := false
-	for f, err := range agent.Follow(ctx, agent.FollowURL(proxy.URL, stream), agent.FollowOptions{Header: apHeaders(apAlice), Backoff: 5 * time.Millisecond}) {
+	for f, err := range agent.Follow(ctx, apProxyClient(t, proxy.URL), stream, agent.FollowOptions{Backoff: 5 * time.Millisecond}) {
 		if err != nil {
 			t.Fatalf("Follow: %v after %v", err, apTypes(got))
 		}

@@ -58,7 +58,8 @@ func checkFollow(t *testing.T, w *world, scenario string, live transcript) trans
 		if b.data == "[DONE]" {
 			continue
 		}
-		isDelta := strings.Contains(b.data, `"TEXT_MESSAGE_CONTENT"`) || strings.Contains(b.data, `"TOOL_CALL_ARGS"`)
+		isDelta := strings.Contains(b.data, `"TEXT_MESSAGE_CONTENT"`) || strings.Contains(b.data, `"TOOL_CALL_ARGS"`) ||
+			strings.Contains(b.data, `"REASONING_MESSAGE_CONTENT"`)
 		if !b.hasID {
 			if !isDelta {
 				t.Errorf("structural live frame without id: %s", b.data)

@@ -100,7 +100,7 @@ func normalise(t *testing.T, raw string, follow bool) string {
 	return sb.String()
 }
 
-// delta is the shape of TEXT_MESSAGE_CONTENT and TOOL_CALL_ARGS.
+// delta is the shape of TEXT_MESSAGE_CONTENT, REASONING_MESSAGE_CONTENT and TOOL_CALL_ARGS.
 type delta struct {
 	Type       string `json:"type"`
 	MessageID  string `json:"messageId,omitempty"`
@@ -117,7 +117,7 @@ func coalesce(t *testing.T, bs []sseBlock) []sseBlock {
 	for _, b := range bs {
 		var d delta
 		isDelta := json.Unmarshal([]byte(b.data), &d) == nil &&
-			(d.Type == "TEXT_MESSAGE_CONTENT" || d.Type == "TOOL_CALL_ARGS")
+			(d.Type == "TEXT_MESSAGE_CONTENT" || d.Type == "TOOL_CALL_ARGS" || d.Type == "REASONING_MESSAGE_CONTENT")
 		if !isDelta {
 			out = append(out, b)
 			last = nil

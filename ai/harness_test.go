@@ -20,6 +20,7 @@ import (
 	"github.com/bbc28f59/engine/ai/providers/anthropic/anthropictest"
 	"github.com/bbc28f59/engine/ai/providers/openai"
 	"github.com/bbc28f59/engine/ai/providers/openai/openaitest"
+	"github.com/bbc28f59/engine/ai/uimessage"
 	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/memory"
@@ -104,8 +105,10 @@ var (
 	chatFlow  = engine.DefineStream[ChatIn, agui.Event, ai.RunResult](chatUnit, "ask", engine.POST("/chat"), engine.Public(), engine.Durable())
 	chatPlain = engine.DefineStream[ChatIn, agui.Event, ai.RunResult](chatUnit, "plain", engine.POST("/chat/plain"), engine.Public())
 	// chatAGUI takes AG-UI's RunAgentInput as it is: what an AG-UI frontend posts to.
-	chatAGUI   = engine.DefineStream[ai.Input, agui.Event, ai.RunResult](chatUnit, "agui", engine.POST("/chat/agui"), engine.Public(), engine.Durable())
-	chatSync   = engine.Define[ChatIn, *ai.AgentRun](chatUnit, "sync", engine.POST("/chat/sync"), engine.Public())
+	chatAGUI = engine.DefineStream[ai.Input, agui.Event, ai.RunResult](chatUnit, "agui", engine.POST("/chat/agui"), engine.Public(), engine.Durable())
+	chatSync = engine.Define[ChatIn, *ai.AgentRun](chatUnit, "sync", engine.POST("/chat/sync"), engine.Public())
+	// chatUI takes the AI SDK's chat request and answers with its UI message stream.
+	chatUI     = engine.DefineStream[uimessage.Request, uimessage.Chunk, ai.RunResult](chatUnit, "ui", engine.POST("/chat/ui"), engine.Public(), engine.Durable())
 	promptFlow = engine.Define[ChatIn, string](chatUnit, "prompt", engine.POST("/chat/prompt"), engine.Public(), engine.Durable())
 	textFlow   = engine.DefineStream[ChatIn, string, string](chatUnit, "text", engine.POST("/chat/text"), engine.Public())
 )
@@ -117,10 +120,12 @@ var allTools = []string{"tools.weather", "tools.transfer", "tools.secret", "tool
 // providerKinds are the real providers every scenario runs against.
 var providerKinds = []string{"openai", "anthropic"}
 
-// usage is what a scripted turn reports. Cost is sent by the openai fake only.
+// usage is what a scripted turn reports. Cost and Reasoning (reasoning tokens) are sent
+// by the openai fake only.
 type usage struct {
-	In, Out int64
-	Cost    *float64
+	In, Out   int64
+	Cost      *float64
+	Reasoning int64
 }
 
 // call is a tool call a scripted turn makes.
@@ -128,13 +133,15 @@ type call struct{ ID, Name, Args string }
 
 // turn scripts one model response, for either provider.
 type turn struct {
-	Text    string
-	Calls   []call
-	OmitIDs bool
-	Usage   *usage
-	Delay   time.Duration
-	Status  int
-	ErrMsg  string
+	Reasoning string // reasoning_content (openai), a signed thinking block (anthropic)
+	Redacted  string // a redacted_thinking block's data (anthropic only)
+	Text      string
+	Calls     []call
+	OmitIDs   bool
+	Usage     *usage
+	Delay     time.Duration
+	Status    int
+	ErrMsg    string
 }
 
 // fakeModel is what the tests need of either wire fake.
@@ -152,12 +159,12 @@ func startModel(t *testing.T, kind string, turns []turn) (ai.Provider, fakeModel
 	case "openai":
 		var ts []openaitest.Turn
 		for _, x := range turns {
-			ot := openaitest.Turn{Text: x.Text, OmitToolCallIDs: x.OmitIDs, Delay: x.Delay, Status: x.Status, ErrorMessage: x.ErrMsg}
+			ot := openaitest.Turn{Reasoning: x.Reasoning, Text: x.Text, OmitToolCallIDs: x.OmitIDs, Delay: x.Delay, Status: x.Status, ErrorMessage: x.ErrMsg}
 			for _, c := range x.Calls {
 				ot.ToolCalls = append(ot.ToolCalls, openaitest.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Args})
 			}
 			if u := x.Usage; u != nil {
-				ot.Usage = &openaitest.Usage{PromptTokens: u.In, CompletionTokens: u.Out, Cost: u.Cost}
+				ot.Usage = &openaitest.Usage{PromptTokens: u.In, CompletionTokens: u.Out, Cost: u.Cost, ReasoningTokens: u.Reasoning}
 			}
 			ts = append(ts, ot)
 		}
@@ -171,7 +178,8 @@ func startModel(t *testing.T, kind string, turns []turn) (ai.Provider, fakeModel
 	case "anthropic":
 		var ts []anthropictest.Turn
 		for _, x := range turns {
-			at := anthropictest.Turn{Text: x.Text, OmitToolCallIDs: x.OmitIDs, Delay: x.Delay, Status: x.Status, ErrorMessage: x.ErrMsg}
+			at := anthropictest.Turn{Thinking: x.Reasoning, RedactedThinking: x.Redacted, Text: x.Text, OmitToolCallIDs: x.OmitIDs,
+				Delay: x.Delay, Status: x.Status, ErrorMessage: x.ErrMsg}
 			for _, c := range x.Calls {
 				at.ToolCalls = append(at.ToolCalls, anthropictest.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Args})
 			}
@@ -343,6 +351,11 @@ func newWorld(t *testing.T, s setup) *world {
 			w.keepErr(err)
 			return res, err
 		}),
+		engine.BindStream(chatUI, func(fx *engine.Fx, in uimessage.Request, out *engine.Stream[uimessage.Chunk]) (ai.RunResult, error) {
+			res, err := ai.StreamUI(fx, assistant, in, out, ai.RunOptions{})
+			w.keepErr(err)
+			return res, err
+		}),
 		engine.Bind(chatSync, func(fx *engine.Fx, in ChatIn) (*ai.AgentRun, error) {
 			run, err := ai.Run(fx, assistant, chatInput(in), ai.RunOptions{ThreadID: in.ThreadID})
 			w.keepErr(err)
@@ -413,6 +426,13 @@ func (w *world) keepErr(err error) {
 // post sends body to path and returns the status and raw body.
 func (w *world) post(t *testing.T, path, body string) (int, string) {
 	t.Helper()
+	res, b := w.request(t, path, body)
+	return res.StatusCode, b
+}
+
+// request posts body to path as JSON and returns the response (its body read) and the body.
+func (w *world) request(t *testing.T, path, body string) (*http.Response, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.srv.URL+path, strings.NewReader(body))
@@ -429,7 +449,7 @@ func (w *world) post(t *testing.T, path, body string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.StatusCode, string(b)
+	return res, string(b)
 }
 
 // stream posts body to path and parses the reply as an agent stream.

@@ -54,15 +54,16 @@ func approvalWait(app *engine.App) time.Duration { return configOf(app).Approval
 // The unit of the built-in agent routes.
 var agentUnit = engine.NewUnit("agent")
 
-// ApproveIn is the body of POST /agent/approvals/approve.
+// ApproveIn is the body of POST /agent/approvals/approve. ID is required (a body
+// without it is a ValidationError); an ID nobody waits on is NotFound.
 type ApproveIn struct {
-	ID   string          `json:"id,omitempty"`
+	ID   string          `json:"id"`
 	Args json.RawMessage `json:"args,omitempty"`
 }
 
-// DenyIn is the body of POST /agent/approvals/deny.
+// DenyIn is the body of POST /agent/approvals/deny. ID is required, as in [ApproveIn].
 type DenyIn struct {
-	ID     string `json:"id,omitempty"`
+	ID     string `json:"id"`
 	Reason string `json:"reason,omitempty"`
 }
 

@@ -14,9 +14,9 @@ import (
 const CodeRunExpired = "JournalRunExpired"
 
 // LogPolicy returns the policy of an agent run's event log: what the journal, which
-// stores events without knowing AG-UI, needs to know of it. TEXT_MESSAGE_CONTENT deltas
-// of one messageId and TOOL_CALL_ARGS deltas of one toolCallId are coalesced, their
-// delta texts joined; RUN_FINISHED and RUN_ERROR end a run's part of the log and are
+// stores events without knowing AG-UI, needs to know of it. TEXT_MESSAGE_CONTENT and
+// REASONING_MESSAGE_CONTENT deltas of one messageId and TOOL_CALL_ARGS deltas of one
+// toolCallId are coalesced, their delta texts joined; RUN_FINISHED and RUN_ERROR end a run's part of the log and are
 // committed before their frame is sent; a log that reaches its row cap gets one
 // engine.events.truncated CUSTOM event in place of the deltas dropped; and retention
 // closes a log left unfinished with a RUN_ERROR of code [CodeRunExpired].
@@ -29,6 +29,7 @@ func LogPolicy() *journal.LogPolicy {
 		Deltas: []journal.DeltaType{
 			{Type: string(agui.TypeTextMessageContent), Key: "messageId", Text: "delta"},
 			{Type: string(agui.TypeToolCallArgs), Key: "toolCallId", Text: "delta"},
+			{Type: string(agui.TypeReasoningMessageContent), Key: "messageId", Text: "delta"},
 		},
 		Ends: []string{string(agui.TypeRunFinished), string(agui.TypeRunError)},
 		Truncated: func(maxRows int64) json.RawMessage {

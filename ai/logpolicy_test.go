@@ -25,7 +25,7 @@ func TestLogPolicyStoresAGUIEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := journal.LogOptions{Policy: ai.LogPolicy(), FlushInterval: time.Hour, CommitInterval: time.Hour, MaxRows: 6}
+	opts := journal.LogOptions{Policy: ai.LogPolicy(), FlushInterval: time.Hour, CommitInterval: time.Hour, MaxRows: 7}
 	w, err := j.CreateLog(ctx, journal.Stream{ID: "run-1"}, nil, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -34,6 +34,7 @@ func TestLogPolicyStoresAGUIEvents(t *testing.T) {
 		typ       agui.Type
 		id, delta string
 	}{
+		{agui.TypeReasoningMessageContent, "m-0", "Think"}, {agui.TypeReasoningMessageContent, "m-0", "ing"},
 		{agui.TypeTextMessageContent, "m-1", `He said "hi`}, {agui.TypeTextMessageContent, "m-1", "\"\n"},
 		{agui.TypeToolCallArgs, "c-1", `{"a":`}, {agui.TypeToolCallArgs, "c-1", "1}"},
 	}
@@ -50,7 +51,7 @@ func TestLogPolicyStoresAGUIEvents(t *testing.T) {
 			t.Fatalf("Write(%s) = %d, %v; want a delta", data, seq, err)
 		}
 	}
-	for _, typ := range []agui.Type{agui.TypeTextMessageContent, agui.TypeToolCallArgs} {
+	for _, typ := range []agui.Type{agui.TypeTextMessageContent, agui.TypeToolCallArgs, agui.TypeReasoningMessageContent} {
 		if _, err := w.WriteTyped(ctx, string(typ), []byte(`{}`)); err == nil {
 			t.Fatalf("WriteTyped took %s, a delta", typ)
 		}
@@ -58,10 +59,10 @@ func TestLogPolicyStoresAGUIEvents(t *testing.T) {
 	// An interrupt's RUN_FINISHED is stored before its seq is returned, without ending the log.
 	fin, _ := json.Marshal(agui.RunFinished{ThreadID: "t", RunID: "run-1"})
 	seq, err := w.WriteTyped(ctx, string(agui.TypeRunFinished), fin)
-	if err != nil || seq != 4 {
-		t.Fatalf("RUN_FINISHED: seq %d, %v; want 4", seq, err)
+	if err != nil || seq != 5 {
+		t.Fatalf("RUN_FINISHED: seq %d, %v; want 5", seq, err)
 	}
-	if rows, _ := j.ReadEvents(ctx, "run-1", 0, 10); len(rows) != 4 {
+	if rows, _ := j.ReadEvents(ctx, "run-1", 0, 10); len(rows) != 5 {
 		t.Fatalf("RUN_FINISHED not committed at once: %d rows stored", len(rows))
 	}
 	// Past the cap a delta is dropped and the truncation marker stored once.
@@ -84,13 +85,14 @@ func TestLogPolicyStoresAGUIEvents(t *testing.T) {
 		got = append(got, string(r.Event))
 	}
 	want := []string{
+		string(agui.AppendDelta(nil, agui.TypeReasoningMessageContent, "m-0", "Thinking")),
 		string(agui.AppendDelta(nil, agui.TypeTextMessageContent, "m-1", "He said \"hi\"\n")),
 		string(agui.AppendDelta(nil, agui.TypeToolCallArgs, "c-1", `{"a":1}`)),
 		`{"delta":"ab","messageId":"m-2","type":"TEXT_MESSAGE_CONTENT"}`,
 		string(fin),
 		string(agui.AppendDelta(nil, agui.TypeTextMessageContent, "m-3", "x")),
 		string(agui.AppendDelta(nil, agui.TypeTextMessageContent, "m-4", "x")),
-		`{"type":"CUSTOM","name":"engine.events.truncated","value":{"maxRows":6,"reason":"the stored log keeps at most 6 rows; later deltas are not stored"}}`,
+		`{"type":"CUSTOM","name":"engine.events.truncated","value":{"maxRows":7,"reason":"the stored log keeps at most 7 rows; later deltas are not stored"}}`,
 		string(errEv),
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

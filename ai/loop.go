@@ -21,6 +21,9 @@ type turn struct {
 	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
 	Usage     Usage      `json:"usage"`
 	Finish    string     `json:"finish,omitempty"`
+	// Reasoning is the turn's reasoning messages, one message id each, kept with their
+	// signatures so a resumed run sends them back as the provider wants.
+	Reasoning []Reasoning `json:"reasoning,omitempty"`
 }
 
 // appendJSON encodes t as json.Marshal does, without reflection: a durable run records
@@ -50,6 +53,7 @@ func (t turn) appendJSON(dst []byte) ([]byte, error) {
 	}
 	dst = appendInt64Ptr(append(dst, `"usage":{"InputTokens":`...), t.Usage.InputTokens)
 	dst = appendInt64Ptr(append(dst, `,"OutputTokens":`...), t.Usage.OutputTokens)
+	dst = appendInt64Ptr(append(dst, `,"ReasoningTokens":`...), t.Usage.ReasoningTokens)
 	dst = append(dst, `,"Cost":`...)
 	if t.Usage.Cost == nil {
 		dst = append(dst, "null"...)
@@ -62,6 +66,13 @@ func (t turn) appendJSON(dst []byte) ([]byte, error) {
 	dst = append(dst, '}')
 	if t.Finish != "" {
 		dst = jsonx.AppendString(append(dst, `,"finish":`...), t.Finish)
+	}
+	if len(t.Reasoning) > 0 {
+		b, err := json.Marshal(t.Reasoning)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(append(dst, `,"reasoning":`...), b...)
 	}
 	return append(dst, '}'), nil
 }
@@ -116,6 +127,7 @@ type loopState struct {
 	calls    int // tool calls made, against maxSteps
 	cost     float64
 	in, out  *int64
+	rtokens  *int64 // reasoning tokens, part of out
 	output   json.RawMessage
 	text     string
 	history  []Message
@@ -154,7 +166,7 @@ func (s *loopState) run() {
 			s.fail(err)
 			return
 		}
-		s.history = append(s.history, Message{Role: RoleAssistant, Content: t.Text, ToolCalls: sendable(t.ToolCalls)})
+		s.history = append(s.history, Message{Role: RoleAssistant, Content: t.Text, ToolCalls: sendable(t.ToolCalls), Reasoning: t.Reasoning})
 		if c, ok := r.agent.model.Cost(t.Usage); ok {
 			s.cost += c
 		}
@@ -228,6 +240,9 @@ func (s *loopState) addUsage(u Usage) {
 	if u.OutputTokens != nil {
 		s.out = addInt(s.out, *u.OutputTokens)
 	}
+	if u.ReasoningTokens != nil {
+		s.rtokens = addInt(s.rtokens, *u.ReasoningTokens)
+	}
 }
 
 func addInt(p *int64, n int64) *int64 {
@@ -242,7 +257,8 @@ func addInt(p *int64, n int64) *int64 {
 // the turn is a journal step, so a replay returns it without calling the model.
 func (s *loopState) modelCall(stepName string) (turn, error) {
 	r := s.r
-	req := Request{Model: r.agent.model.ModelID(), System: r.systemPrompt(), Messages: s.history, Tools: r.tools}
+	req := Request{Model: r.agent.model.ModelID(), System: r.systemPrompt(), Messages: s.history, Tools: r.tools,
+		Reasoning: r.agent.model.reasoning}
 	if st := r.agent.output; st != nil {
 		st.apply(&req, r.agent.model.Provider())
 	}
@@ -282,6 +298,7 @@ func (s *loopState) modelCall(stepName string) (turn, error) {
 	if n == 0 && t.Text != "" {
 		n = 1
 	}
+	n += len(t.Reasoning) // one message id each
 	for range n {
 		s.ids.next()
 	}
@@ -469,8 +486,8 @@ func (s *loopState) finish(reason agui.StopReason) {
 	if len(s.pending) > 0 {
 		ev.Outcome = &agui.Outcome{Type: agui.OutcomeSuccess, PendingToolCallIDs: s.pending}
 	}
-	if s.in != nil || s.out != nil {
-		ev.Usage = []agui.Usage{{InputTokens: s.in, OutputTokens: s.out}}
+	if s.in != nil || s.out != nil || s.rtokens != nil {
+		ev.Usage = []agui.Usage{{InputTokens: s.in, OutputTokens: s.out, ReasoningTokens: s.rtokens}}
 	}
 	s.em.end(ev)
 	r.result = RunResult{Text: s.text, Output: s.output, Cost: s.cost, StopReason: string(reason)}

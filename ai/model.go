@@ -9,10 +9,11 @@ import (
 // into spend when the provider does not report its own cost. Agents and prompts refer to models through it, so
 // switching vendor is a one-line change.
 type ModelDef struct {
-	name     string
-	provider Provider
-	modelID  string
-	pricing  *pricing
+	name      string
+	provider  Provider
+	modelID   string
+	pricing   *pricing
+	reasoning *ReasoningOptions
 }
 
 // pricing is the price of a million tokens, input and output.
@@ -65,6 +66,9 @@ func (m *ModelDef) Validate() error {
 	}
 	if p := m.pricing; p != nil && (p.in < 0 || p.out < 0) {
 		errs = append(errs, fmt.Errorf("ai: model %q has a negative price", m.name))
+	}
+	if err := m.reasoning.validate(m.name); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

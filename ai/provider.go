@@ -36,6 +36,9 @@ type Request struct {
 	Tools []ToolSpec
 	// MaxTokens caps the output tokens of the turn; zero leaves the provider's default.
 	MaxTokens int
+	// Reasoning asks the model to reason and stream its reasoning ([WithReasoning]); nil
+	// asks for none.
+	Reasoning *ReasoningOptions
 	// Output, when set, asks for a reply that is one JSON value matching a schema
 	// (structured output), in the vendor's own mode. Only providers that implement
 	// [NativeOutput] are given it; the others get the schema in the system prompt.
@@ -60,6 +63,9 @@ type Message struct {
 	Content    string
 	ToolCalls  []ToolCall // assistant only
 	ToolCallID string     // tool only
+	// Reasoning is what the model reasoned in the turn, before its text and tool calls
+	// (assistant only), for providers that want it back ([Reasoning]).
+	Reasoning []Reasoning
 }
 
 // ToolCall is a complete tool call made by the model.
@@ -84,6 +90,8 @@ type Chunk struct {
 	Text string
 	// ToolCall is a piece of a tool call.
 	ToolCall *ToolCallDelta
+	// Reasoning is a piece of the model's reasoning.
+	Reasoning *ReasoningDelta
 	// Usage holds counts and spend when the provider reports them, usually once at the end of the turn.
 	Usage *Usage
 	// FinishReason is the provider's reason for ending the turn ("stop", "tool_calls", "end_turn", ...).
@@ -104,13 +112,15 @@ type ToolCallDelta struct {
 type Usage struct {
 	InputTokens  *int64
 	OutputTokens *int64
+	// ReasoningTokens is the part of OutputTokens the model spent reasoning, where the provider reports it.
+	ReasoningTokens *int64
 	// Cost is the spend the provider itself reported (some OpenAI-compatible servers send usage.cost).
 	Cost *float64
 }
 
 // IsZero reports whether nothing at all was reported.
 func (u Usage) IsZero() bool {
-	return u.InputTokens == nil && u.OutputTokens == nil && u.Cost == nil
+	return u.InputTokens == nil && u.OutputTokens == nil && u.ReasoningTokens == nil && u.Cost == nil
 }
 
 // merge overlays the fields reported in next onto u, so a provider that reports input and output counts in
@@ -121,6 +131,9 @@ func (u Usage) merge(next Usage) Usage {
 	}
 	if next.OutputTokens != nil {
 		u.OutputTokens = next.OutputTokens
+	}
+	if next.ReasoningTokens != nil {
+		u.ReasoningTokens = next.ReasoningTokens
 	}
 	if next.Cost != nil {
 		u.Cost = next.Cost

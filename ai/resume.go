@@ -12,7 +12,6 @@ import (
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/durable"
-	"github.com/bbc28f59/engine/httpx"
 	"github.com/bbc28f59/engine/journal"
 )
 
@@ -271,7 +270,7 @@ func checkToolInput(app *engine.App, tool string, args json.RawMessage, path str
 // (RUN_FINISHED, parked again or done, or RUN_ERROR), with the same seq ids a follower
 // sees. Without sse it reads the log from its start, to learn the text of the run's
 // result (which may come from a turn before the park) and how the run ended.
-func (r *AgentRun) relay(ctx context.Context, sse *httpx.SSEWriter) {
+func (r *AgentRun) relay(ctx context.Context, sse wire) {
 	j := durable.JournalOf(r.fx.App())
 	cfg := configOf(r.fx.App())
 	after := r.follow.After
@@ -292,7 +291,7 @@ func (r *AgentRun) relay(ctx context.Context, sse *httpx.SSEWriter) {
 		}
 		for _, row := range rows {
 			if !collect {
-				if err := sse.WriteEvent(row.Seq, row.Event); err != nil {
+				if err := sse.stored(row.Seq, row.Event); err != nil {
 					r.err = err
 					return
 				}

@@ -10,7 +10,6 @@ import (
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/durable"
-	"github.com/bbc28f59/engine/httpx"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/google/uuid"
 )
@@ -121,11 +120,17 @@ func Stream(fx *engine.Fx, agent *AgentDef, input any, out *engine.Stream[agui.E
 	if err != nil {
 		return RunResult{}, err
 	}
-	r.live = out.Live()
-	r.execute(fx.Context(), out.SSE())
-	_ = out.Done()
+	return r.streamTo(out.Live(), aguiWire{out.SSE()}, out)
+}
+
+// streamTo runs the prepared run in a streaming flow's handler, writing its events to w,
+// ends the stream (its Done), and returns what [Stream] returns.
+func (r *AgentRun) streamTo(live bool, w wire, stream interface{ Done() error }) (RunResult, error) {
+	r.live = live
+	r.execute(r.fx.Context(), w)
+	_ = stream.Done()
 	switch {
-	case r.follow != nil && r.err == nil && len(r.interrupts) > 0 && !out.Live():
+	case r.follow != nil && r.err == nil && len(r.interrupts) > 0 && !live:
 		// Nobody saw the interrupts: answer as a call whose run parks, naming that run.
 		return RunResult{}, r.parkedAgain()
 	case r.follow != nil && r.err == nil:
@@ -133,7 +138,7 @@ func Stream(fx *engine.Fx, agent *AgentDef, input any, out *engine.Stream[agui.E
 		// that run waits under its own id, answered by the next resume.
 		return r.result, nil
 	case r.parked:
-		return RunResult{}, fmt.Errorf("%w: agent %s waits for approval", engine.ErrParked, agent.name)
+		return RunResult{}, fmt.Errorf("%w: agent %s waits for approval", engine.ErrParked, r.agent.name)
 	case r.err != nil:
 		return RunResult{}, r.err
 	}
@@ -221,7 +226,7 @@ func (r *AgentRun) UnmarshalJSON(b []byte) error {
 
 // execute runs the loop once, with the event log when the app has a journal and the run
 // streams, and with CUSTOM notices on the parent run when this is a subagent.
-func (r *AgentRun) execute(ctx context.Context, sse *httpx.SSEWriter) {
+func (r *AgentRun) execute(ctx context.Context, sse wire) {
 	if r.follow != nil {
 		r.relay(ctx, sse)
 		return

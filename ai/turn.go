@@ -19,6 +19,9 @@ func (s *loopState) streamTurn(ctx context.Context, stepName string, req Request
 			}
 			return turn{}, &stopError{code: CodeProviderError, msg: err.Error()}
 		}
+		if chunk.Reasoning != nil {
+			b.reason(*chunk.Reasoning)
+		}
 		if chunk.Text != "" {
 			b.text(chunk.Text)
 		}
@@ -53,6 +56,8 @@ type turnBuilder struct {
 	calls    []*streamedCall
 	byIndex  map[int]*streamedCall
 	open     int // provider index of the call being streamed, or -1
+	// thinking is the turn's reasoning, when it has any.
+	thinking *reasoningBuilder
 }
 
 // textBufStart is the first capacity of a turn's text.
@@ -66,6 +71,7 @@ type streamedCall struct {
 }
 
 func (b *turnBuilder) text(delta string) {
+	b.endReasoning()
 	b.endCall()
 	if !b.textOpen {
 		b.msgID = b.s.ids.next()
@@ -95,6 +101,7 @@ func (b *turnBuilder) toolCall(d ToolCallDelta) error {
 	}
 	c, ok := b.byIndex[d.Index]
 	if !ok {
+		b.endReasoning()
 		b.endText()
 		b.endCall()
 		c = &streamedCall{call: ToolCall{ID: b.callID(d), Name: d.Name}}
@@ -157,6 +164,7 @@ func (b *turnBuilder) endCall() {
 }
 
 func (b *turnBuilder) finish() turn {
+	b.endReasoning()
 	b.endText()
 	b.endCall()
 	b.t.Text = b.textBuf.String()

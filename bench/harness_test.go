@@ -3,6 +3,13 @@ package bench_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/bbc28f59/engine/bench/internal/agentbench"
@@ -80,4 +87,72 @@ func TestHarness(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHarnessAgainstAnApp points the harness at an app's streaming route (here the
+// harness's own agent behind a proxy that insists on a bearer token): the raw baseline
+// replays a captured stream of the app's, both targets deliver every frame, and the
+// app's requests carry the body and headers given.
+func TestHarnessAgainstAnApp(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	inner := newEnv(t, agentbench.Options{Deltas: 20})
+	target, err := url.Parse(inner.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1
+	var bodies atomic.Int64
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer let-me-in" {
+			http.Error(w, "no token", http.StatusUnauthorized)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		if string(b) == `{"message":"hello"}` {
+			bodies.Add(1)
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(b)))
+		r.URL.Path = "/agentbench/stream"
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(app.Close)
+
+	e := newEnv(t, agentbench.Options{App: agentbench.External{URL: app.URL + "/chat", Body: `{"message":"hello"}`,
+		Header: http.Header{"Authorization": {"Bearer let-me-in"}}}})
+	if got := e.Targets(); len(got) != 2 || got[0] != agentbench.Raw || got[1] != agentbench.App {
+		t.Fatalf("targets %v, want raw and app", got)
+	}
+	if got, want := e.FramesPerRun(), inner.FramesPerRun(); got != want {
+		t.Fatalf("captured %d frames a run, the app sends %d", got, want)
+	}
+	for _, target := range e.Targets() {
+		b, err := e.RunBatch(ctx, target, 3)
+		if err != nil {
+			t.Fatalf("%s: %v", target, err)
+		}
+		if b.Frames != 3*e.FramesPerRun() {
+			t.Fatalf("%s: %d frames", target, b.Frames)
+		}
+	}
+	if _, err := e.Round(ctx, 2, 0); err != nil {
+		t.Fatal(err)
+	}
+	if bodies.Load() < 1+3 {
+		t.Fatalf("%d requests with the body given reached the app", bodies.Load())
+	}
+	noToken := newEnvErr(agentbench.Options{App: agentbench.External{URL: app.URL + "/chat"}})
+	if noToken == nil || !strings.Contains(noToken.Error(), "401") {
+		t.Fatalf("an app that refuses the request: %v", noToken)
+	}
+}
+
+// newEnvErr starts a harness expected to fail and returns its error.
+func newEnvErr(opts agentbench.Options) error {
+	e, err := agentbench.New(context.Background(), opts)
+	if err == nil {
+		e.Close()
+	}
+	return err
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/bench/internal/flowbench"
 	"github.com/bbc28f59/engine/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -26,7 +27,7 @@ import (
 // and server both, from getrusage around each batch). Every reply is checked.
 func BenchmarkMCPToolCall(b *testing.B) {
 	app, err := engine.New(
-		engine.Bind(sumFlow, func(_ *engine.Fx, in sumIn) (sumOut, error) { return sum(in), nil }),
+		engine.Bind(sumFlow, func(_ *engine.Fx, in sumIn) (sumOut, error) { return flowbench.Sum(in), nil }),
 		mcp.Serve(mcp.Options{Tools: []mcp.Selector{mcp.Flows(sumFlow)}}),
 	)
 	if err != nil {
@@ -75,9 +76,10 @@ func BenchmarkMCPToolCall(b *testing.B) {
 			b.Fatalf("raw tools/call: %d %s %v", res.StatusCode, body, err)
 		}
 	}
-	rpc := &flowServer{url: srv.URL, app: app, client: client}
+	rpc := (&flowbench.Server{URL: srv.URL, App: app, Client: client}).Call(http.MethodPost, "/_engine/math/sum",
+		[]byte(`{"a":1.5,"b":2.25,"label":"total"}`), `"sum":3.75`)
 	rpcCall := func() {
-		if err := rpc.send(http.MethodPost, "/_engine/math/sum", []byte(`{"a":1.5,"b":2.25,"label":"total"}`), `"sum":3.75`); err != nil {
+		if err := rpc(); err != nil {
 			b.Fatal(err)
 		}
 	}

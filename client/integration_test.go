@@ -7,11 +7,13 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,16 +35,21 @@ func TestTypeScriptClient(t *testing.T) {
 	}
 	run(t, nil, "node", "node_modules/typescript/bin/tsc", "-p", "tsconfig.json")
 
-	url := startApp(t)
+	model := fakeModel(t)
+	url := startApp(t, model)
+	// A second instance whose access tokens last a second, for the tests of what an
+	// expired token gets (test/expiry.test.mjs).
+	shortTokens := startApp(t, model, "ENGINE_ACCESS_TTL=1s")
 	checkDescriptor(t, url)
 	gen := filepath.Join("test", "gen")
 	if err := tsgen.Add(context.Background(), http.DefaultClient, url, gen, os.Stderr); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"ENGINE_URL=" + url}
+	env := []string{"ENGINE_URL=" + url, "ENGINE_SHORT_TOKENS_URL=" + shortTokens}
 	t.Run("types", func(t *testing.T) { run(t, env, "node", "node_modules/typescript/bin/tsc", "-p", "test/tsconfig.json") })
 	t.Run("node", func(t *testing.T) { run(t, env, "node", "--test", "--test-concurrency=1", "test/") })
 	t.Run("size", func(t *testing.T) { run(t, env, "node", "scripts/size.mjs") })
+	t.Run("fresh npm project", func(t *testing.T) { freshProject(t, url) })
 	t.Run("browser", func(t *testing.T) {
 		chrome := chromium()
 		if chrome == "" {
@@ -75,13 +82,22 @@ func chromium() string {
 
 func run(t *testing.T, env []string, name string, args ...string) {
 	t.Helper()
+	runIn(t, "", env, name, args...)
+}
+
+// runIn runs a command in dir ("" for this directory) and returns its combined output,
+// failing the test when it fails.
+func runIn(t *testing.T, dir string, env []string, name string, args ...string) string {
+	t.Helper()
 	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s %s:\n%s", name, strings.Join(args, " "), out)
 	if err != nil {
 		t.Fatalf("%s %s: %v", name, strings.Join(args, " "), err)
 	}
+	return string(out)
 }
 
 // checkDescriptor holds the generator's golden input to what the app serves, so the
@@ -136,13 +152,103 @@ func fakeModel(t *testing.T) string {
 	return srv.URL()
 }
 
-func startApp(t *testing.T) string {
+// startApp starts a process of the reference app on a database of its own, talking to
+// the fake model, with env added to its environment.
+func startApp(t *testing.T, model string, env ...string) string {
 	t.Helper()
 	bin := testenv.Build(t, "../examples/conformance")
-	return testenv.StartProcess(t, bin, testenv.ProcessOptions{Ready: 90 * time.Second, Env: []string{
+	return testenv.StartProcess(t, bin, testenv.ProcessOptions{Ready: 90 * time.Second, Env: append([]string{
 		"ENGINE_JOURNAL=sqlite:" + filepath.Join(t.TempDir(), "app.db"),
-		"ENGINE_MODEL_BASE_URL=" + fakeModel(t),
+		"ENGINE_MODEL_BASE_URL=" + model,
 		"ENGINE_MODEL_API_KEY=test",
 		"ENGINE_JWT_KEY=typescript-client-test-key-0123456789abcdef",
-	}}).URL
+	}, env...)}).URL
+}
+
+// freshMain is the program of the fresh project: typed calls through the declarations
+// the app serves, whose types must be live (the @ts-expect-error lines fail the build if
+// the calls type as any), and the reply printed.
+const freshMain = `import { createClient, isErrorCode } from "engine/client";
+import { memorySession } from "engine/client/auth";
+import { approve } from "engine/client/agent";
+import { app } from "./engine-client.js";
+
+const url = URL_PLACEHOLDER;
+const session = memorySession();
+const api = createClient(app, url, { auth: { getToken: session.getToken, refresh: (): Promise<void> => session.refresh(api) } });
+const sum = await api.math.add({ a: 2, b: 3 });
+const div = await api.math.divide({ a: 1, b: 0 });
+// @ts-expect-error a is a number
+void api.math.add({ a: "2", b: 3 });
+// @ts-expect-error the id of an approval is required
+void api.agent.approve({});
+void approve;
+if (isErrorCode(div.error, "DivideByZero")) console.log("sum", sum.data?.sum, "dividend", div.error.data.dividend);
+`
+
+// freshProject checks that the client package works in a new npm project as a user makes
+// one, without a warning from npm, tsc or node: the package packed with npm pack,
+// installed from the tarball into a project made by npm init -y (an ES module project,
+// as TypeScript asks for import syntax), the declarations and route table fetched from
+// the running app (GET /_engine/client.d.ts and client.js, the curl form), a program
+// type-checked with the tsconfig tsc --init writes (and again with the declarations
+// checked too) and run with node against the app.
+func freshProject(t *testing.T, url string) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("npm is not installed: the fresh-project test packs and installs the client with it")
+	}
+	pack, project := t.TempDir(), t.TempDir()
+	noWarnings := func(what, out string) {
+		t.Helper()
+		if strings.Contains(strings.ToLower(out), "warn") {
+			t.Errorf("%s warned:\n%s", what, out)
+		}
+	}
+	noWarnings("npm pack", runIn(t, "", nil, "npm", "pack", "--pack-destination", pack))
+	tarballs, _ := filepath.Glob(filepath.Join(pack, "*.tgz"))
+	if len(tarballs) != 1 {
+		t.Fatalf("npm pack wrote %v, want one tarball", tarballs)
+	}
+	npm := func(args ...string) {
+		t.Helper()
+		noWarnings("npm "+strings.Join(args, " "), runIn(t, project, nil, "npm", args...))
+	}
+	npm("init", "-y")
+	npm("pkg", "set", "type=module")
+	npm("install", "--no-audit", "--no-fund", tarballs[0])
+	for name, path := range map[string]string{"engine-client.d.ts": "/_engine/client.d.ts", "engine-client.js": "/_engine/client.js"} {
+		res, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: HTTP %d %v", path, res.StatusCode, err)
+		}
+		if err := os.WriteFile(filepath.Join(project, name), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	main := strings.Replace(freshMain, "URL_PLACEHOLDER", strconv.Quote(url), 1)
+	if err := os.WriteFile(filepath.Join(project, "main.ts"), []byte(main), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tsc, err := filepath.Abs(filepath.Join("node_modules", "typescript", "bin", "tsc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runIn(t, project, nil, "node", tsc, "--init")
+	for _, extra := range [][]string{nil, {"--skipLibCheck", "false"}} {
+		if out := runIn(t, project, nil, "node", append([]string{tsc, "-p", "."}, extra...)...); out != "" {
+			t.Errorf("tsc %v said:\n%s", extra, out)
+		}
+	}
+	cmd := exec.Command("node", "main.js")
+	cmd.Dir = project
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil || stderr.String() != "" || stdout.String() != "sum 5 dividend 1\n" {
+		t.Fatalf("node main.js: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+	}
 }

@@ -85,10 +85,34 @@ func (t *Transport) Do(ctx context.Context, method, url string, body []byte) (st
 	return r.status, r.header, bytes.Clone(r.body.Bytes()), nil
 }
 
+// DoStream sends one logical request as [Transport.Do] does (headers, bearer auth with
+// one refresh on a 401, the attempt timeout, retries), with header set on top of the
+// transport's own headers and Accept text/event-stream unless a header names another,
+// and hands back the response. A 2xx text/event-stream reply comes back with its body
+// unread, for the caller to read and close: the timeout bounded only the wait for its
+// headers, and a stream cut midway is not retried. Any other reply comes back read, its
+// body in memory, for the caller to judge by its status. Network failure, timeout,
+// cancellation and a bad option are a TransportError. It serves event streams that are
+// not flow calls, such as the follow route of an agent run.
+func (t *Transport) DoStream(ctx context.Context, method, url string, header http.Header, body []byte) (*http.Response, *engine.Error) {
+	r, e := t.do(ctx, request{method: method, url: url, body: body, header: header, accept: httpx.SSEContentType, keepStream: true})
+	if e != nil {
+		return nil, e
+	}
+	if r.stream != nil {
+		return r.stream, nil
+	}
+	b := bytes.Clone(r.body.Bytes())
+	r.release()
+	return &http.Response{StatusCode: r.status, Status: strconv.Itoa(r.status) + " " + http.StatusText(r.status),
+		Header: r.header, Body: io.NopCloser(bytes.NewReader(b)), ContentLength: int64(len(b))}, nil
+}
+
 // request is one logical request: what the transport sends on every attempt.
 type request struct {
 	method, url string
-	body        []byte // nil for none
+	body        []byte      // nil for none
+	header      http.Header // set on top of the transport's headers; nil for none
 	// accept is the Accept header sent when the caller's headers set none; "" means
 	// application/json.
 	accept string
@@ -205,7 +229,7 @@ func (t *Transport) attempt(ctx context.Context, rq request) (reply, *attemptErr
 		done()
 		return reply{}, &attemptError{err: transportError("bad request: "+err.Error(), 0)}
 	}
-	if err := t.setHeaders(actx, req, rq.body != nil, rq.accept); err != nil {
+	if err := t.setHeaders(actx, req, rq.body != nil, rq.accept, rq.header); err != nil {
 		done()
 		return reply{}, &attemptError{err: transportError(err.Error(), 0)}
 	}
@@ -286,7 +310,7 @@ func (t *Transport) failure(ctx, actx context.Context, err error, status int) *a
 	return &attemptError{err: transportError(msg, status), retryable: true}
 }
 
-func (t *Transport) setHeaders(ctx context.Context, req *http.Request, hasBody bool, accept string) error {
+func (t *Transport) setHeaders(ctx context.Context, req *http.Request, hasBody bool, accept string, reqHeader http.Header) error {
 	h := req.Header
 	for k, vs := range t.headers {
 		h[k] = append([]string(nil), vs...)
@@ -299,6 +323,9 @@ func (t *Transport) setHeaders(ctx context.Context, req *http.Request, hasBody b
 		for k, vs := range extra {
 			h[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
 		}
+	}
+	for k, vs := range reqHeader {
+		h[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
 	}
 	if t.auth != nil && t.auth.GetToken != nil {
 		tok, err := t.auth.GetToken(ctx)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/clientx/auth"
 	"github.com/bbc28f59/engine/vault"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/uptrace/bun"
@@ -36,15 +37,10 @@ type SignOutInput struct {
 	RefreshToken string `json:"refreshToken,omitempty"` // a token of the session to end
 }
 
-// TokenSet is what sign-up, sign-in and refresh return; clientx/auth's MemorySession
-// stores it as is.
-type TokenSet struct {
-	AccessToken  string    `json:"accessToken"`  // the bearer token of every call
-	RefreshToken string    `json:"refreshToken"` // for auth.refresh, once
-	TokenType    string    `json:"tokenType"`    // always "Bearer"
-	ExpiresIn    int64     `json:"expiresIn"`    // seconds until the access token expires
-	ExpiresAt    time.Time `json:"expiresAt"`    // when it expires (RFC 3339)
-}
+// TokenSet is what sign-up, sign-in and refresh return. It is clientx/auth's TokenSet
+// (an alias, so the type lives on the client side, which links no server code):
+// a session stores the flows' output as it is.
+type TokenSet = auth.TokenSet
 
 // MeInput is the input of auth.me: empty, since the caller is the token's principal.
 type MeInput struct{}
@@ -64,13 +60,13 @@ func nonEmpty(fields ...string) engine.FlowOption {
 var (
 	// SignUpEmail creates a user and signs it in: POST /auth/sign-up/email.
 	SignUpEmail = engine.Define[Credentials, TokenSet](AuthUnit, "signUpEmail",
-		engine.POST("/auth/sign-up/email"), engine.Public(), nonEmpty("email", "password"))
+		engine.POST("/auth/sign-up/email"), engine.TokenEndpoint(), nonEmpty("email", "password"))
 	// SignInEmail checks an email and password: POST /auth/sign-in/email.
 	SignInEmail = engine.Define[Credentials, TokenSet](AuthUnit, "signInEmail",
-		engine.POST("/auth/sign-in/email"), engine.Public(), nonEmpty("email", "password"))
+		engine.POST("/auth/sign-in/email"), engine.TokenEndpoint(), nonEmpty("email", "password"))
 	// Refresh rotates a refresh token into a new token set: POST /auth/refresh.
 	Refresh = engine.Define[RefreshInput, TokenSet](AuthUnit, "refresh",
-		engine.POST("/auth/refresh"), engine.Public(), nonEmpty("refreshToken"))
+		engine.POST("/auth/refresh"), engine.TokenEndpoint(), nonEmpty("refreshToken"))
 	// Me returns the caller: GET /auth/me.
 	Me = engine.Define[MeInput, engine.Principal](AuthUnit, "me", engine.GET("/auth/me"))
 	// SignOut revokes a session's refresh tokens: POST /auth/sign-out (204).
@@ -101,6 +97,14 @@ type AuthConfig struct {
 	// RefreshTTL is the refresh-token lifetime, renewed on every rotation (default 30
 	// days).
 	RefreshTTL time.Duration
+	// RefreshReuseGrace is how long after a refresh token was rotated another use of it
+	// is taken for the same client racing itself (two tabs refreshing at once, a retry
+	// whose reply was lost) rather than for theft: that use is refused with Unauthorized
+	// as always, but the token's family is not revoked, so the tokens the winner got stay
+	// good and the user stays signed in. A use after the grace revokes the family
+	// (theft detection). Default 10 seconds, the kind of window Auth0 and Okta offer; a
+	// negative value turns the grace off, so that every reuse revokes.
+	RefreshReuseGrace time.Duration
 	// Hash sets the argon2id cost of new password hashes (default DefaultHashParams).
 	Hash HashParams
 	// Hashing bounds how many password hashes run at once; see [HashBound].
@@ -160,6 +164,9 @@ type AuthConfig struct {
 	FailuresPerEmail Limiter
 }
 
+// DefaultRefreshReuseGrace is the default of [AuthConfig.RefreshReuseGrace].
+const DefaultRefreshReuseGrace = 10 * time.Second
+
 // Default sign-in limits of [AuthConfig].
 var (
 	// DefaultAttemptsPerIP is 30 sign-in or sign-up attempts a minute per client IP.
@@ -171,9 +178,10 @@ var (
 
 // Auth is bearer-token authentication with email sign-in: short-lived HS256 JWT access
 // tokens carrying the principal, and opaque refresh tokens stored as SHA-256 hashes,
-// rotated on every use. Presenting an already used refresh token revokes its whole
-// family (every token descended from the same sign-in), which ends a stolen session the
-// moment either party uses a stale token. Install it with [Auth.Option].
+// rotated on every use. Presenting an already used refresh token is refused, and once
+// [AuthConfig.RefreshReuseGrace] has passed since its rotation it revokes the token's
+// whole family (every token descended from the same sign-in), which ends a stolen session
+// the moment either party uses a stale token. Install it with [Auth.Option].
 type Auth struct {
 	cfg      AuthConfig
 	codec    *tokenCodec
@@ -182,6 +190,8 @@ type Auth struct {
 
 	dummyOnce sync.Once
 	dummy     string // a hash to verify against for unknown emails, so timing tells nothing
+
+	rotateHook func() // tests: runs in Rotate between reading the token and spending it
 }
 
 // NewAuth validates cfg and returns the authenticator and auth unit.
@@ -203,6 +213,12 @@ func NewAuth(cfg AuthConfig) (*Auth, error) {
 	}
 	if cfg.RefreshTTL == 0 {
 		cfg.RefreshTTL = 30 * 24 * time.Hour
+	}
+	switch {
+	case cfg.RefreshReuseGrace == 0:
+		cfg.RefreshReuseGrace = DefaultRefreshReuseGrace
+	case cfg.RefreshReuseGrace < 0:
+		cfg.RefreshReuseGrace = 0
 	}
 	if cfg.Hash == (HashParams{}) {
 		cfg.Hash = DefaultHashParams
@@ -304,20 +320,38 @@ func (a *Auth) Option(opts ...engine.BindOption) engine.Option {
 // (signature with the key named by kid, HS256 only, issuer, audience, and the times exp,
 // iat and nbf, each of which must be a JSON number) and returns the
 // principal its claims carry, without touching the database.
+//
+// A request without an Authorization header is anonymous. Any other Authorization is
+// refused with Unauthorized and a WWW-Authenticate challenge as RFC 6750 words it:
+// Bearer error="invalid_token" for a token that fails verification (expired, tampered,
+// signed with an unknown key), Bearer error="invalid_request" for an empty one, and a
+// bare Bearer for another scheme. The app answers that refusal on every flow, public
+// ones included, and every engine.Handle route (see [engine.Authenticator]), so a client
+// with an expired token refreshes it and retries.
 func (a *Auth) Authenticate(r *http.Request) (*engine.Principal, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		return nil, nil
 	}
 	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-		return nil, engine.Unauthorized()
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return nil, challenge("Bearer")
 	}
-	p, err := a.codec.parse(strings.TrimSpace(tok))
+	tok = strings.TrimSpace(tok)
+	if tok == "" {
+		return nil, challenge(`Bearer error="invalid_request"`)
+	}
+	p, err := a.codec.parse(tok)
 	if err != nil {
-		return nil, engine.Unauthorized().WithCause(err)
+		return nil, challenge(`Bearer error="invalid_token"`).WithCause(err)
 	}
 	return p, nil
+}
+
+// challenge is the Unauthorized answer to refused credentials, with the
+// WWW-Authenticate header that tells the client what was wrong.
+func challenge(wwwAuthenticate string) *engine.Error {
+	return engine.Unauthorized().WithHeader("WWW-Authenticate", wwwAuthenticate)
 }
 
 // AccessToken issues an access token for p, for tests and for services acting as a user.

@@ -17,8 +17,10 @@ import (
 	"github.com/bbc28f59/engine/clientx"
 	clientauth "github.com/bbc28f59/engine/clientx/auth"
 	"github.com/bbc28f59/engine/gate"
+	"github.com/bbc28f59/engine/internal/testenv"
 	"github.com/bbc28f59/engine/vault"
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/uptrace/bun"
 )
 
 func TestSignInAndMe(t *testing.T) {
@@ -108,8 +110,9 @@ func TestRefreshRotatesAndReuseRevokesFamily(t *testing.T) {
 	if second.Data.RefreshToken == first.RefreshToken {
 		t.Fatal("refresh token was not rotated")
 	}
-	// Reusing the first token is theft or a bug: it fails and revokes the family, so
-	// the rotated token dies with it.
+	// Reusing the first token after the grace is theft or a bug: it fails and revokes
+	// the family, so the rotated token dies with it.
+	h.clock.Advance(gate.DefaultRefreshReuseGrace)
 	reuse := clientx.Call(ctx, c, gate.Refresh, gate.RefreshInput{RefreshToken: first.RefreshToken})
 	if reuse.Error == nil || reuse.Error.Code != engine.CodeUnauthorized || reuse.Status != 401 {
 		t.Fatalf("reuse: %+v", reuse)
@@ -146,12 +149,7 @@ func TestExpiredAccessTokenRefreshesOnce(t *testing.T) {
 	h := setup(t)
 	sess := clientauth.NewMemorySession()
 	ts := h.signIn(t, "alice@example.com")
-	var set clientauth.TokenSet
-	b, _ := json.Marshal(ts)
-	if err := json.Unmarshal(b, &set); err != nil {
-		t.Fatal(err)
-	}
-	sess.Set(set)
+	sess.Set(ts) // gate.TokenSet is clientx/auth's: no conversion
 	var refreshes atomic.Int32
 	c := h.client(t, clientx.WithClientAuth(func(c *clientx.Client) clientx.Auth {
 		return clientx.Auth{GetToken: sess.GetToken, Refresh: func(ctx context.Context) error {
@@ -178,6 +176,13 @@ func TestExpiredAccessTokenRefreshesOnce(t *testing.T) {
 	now, _ := sess.Tokens()
 	if now.AccessToken == ts.AccessToken || now.RefreshToken == ts.RefreshToken {
 		t.Fatal("session was not updated by the refresh")
+	}
+	// The token endpoints do not read the stale token a client still sends with them.
+	if status, _, env := h.post(t, "/auth/sign-in/email", signInBody("alice@example.com", pw), "Authorization", "Bearer "+ts.AccessToken); status != 200 {
+		t.Fatalf("sign-in with an expired token attached: %d %v", status, env)
+	}
+	if status, _, env := h.post(t, "/auth/refresh", `{"refreshToken":"`+now.RefreshToken+`"}`, "Authorization", "Bearer "+ts.AccessToken); status != 200 {
+		t.Fatalf("refresh with an expired token attached: %d %v", status, env)
 	}
 }
 
@@ -263,9 +268,12 @@ func TestRejectedTokens(t *testing.T) {
 		{"scopes a string", with("scopes", "admin")},
 		{"garbage", "not.a.token"},
 	} {
-		status, _, env := h.raw(t, "t.echo", tc.token, `{}`)
+		status, rh, env := h.raw(t, "t.echo", tc.token, `{}`)
 		if status != http.StatusUnauthorized || errorJSON(t, env) != `{"code":"Unauthorized","data":{}}` {
 			t.Errorf("%s: %d %v", tc.name, status, env)
+		}
+		if got := rh.Get("WWW-Authenticate"); got != `Bearer error="invalid_token"` {
+			t.Errorf("%s: WWW-Authenticate %q", tc.name, got)
 		}
 	}
 	for _, tc := range []struct{ name, token string }{
@@ -281,10 +289,15 @@ func TestRejectedTokens(t *testing.T) {
 			t.Errorf("%s: %d %v", tc.name, status, env)
 		}
 	}
-	// A public flow runs anonymously with a bad token rather than failing.
-	status, _, env := h.raw(t, "t.whoami", tampered, `{}`)
+	// A public flow refuses a bad token too, so that a client refreshes it rather than
+	// being served as anonymous; without a token it runs anonymously.
+	status, rh, env := h.raw(t, "t.whoami", tampered, `{}`)
+	if status != 401 || errorJSON(t, env) != `{"code":"Unauthorized","data":{}}` || rh.Get("WWW-Authenticate") != `Bearer error="invalid_token"` {
+		t.Errorf("public flow with a bad token: %d %v %v", status, rh, env)
+	}
+	status, _, env = h.raw(t, "t.whoami", "", `{}`)
 	if status != 200 || env["data"].(map[string]any)["text"] != "anonymous" {
-		t.Errorf("public flow with a bad token: %d %v", status, env)
+		t.Errorf("public flow without a token: %d %v", status, env)
 	}
 	status, _, env = h.raw(t, "t.whoami", good, `{}`)
 	if status != 200 || env["data"].(map[string]any)["text"] != "alice@example.com" {
@@ -455,35 +468,89 @@ func TestEnsureUserIsIdempotent(t *testing.T) {
 	h.signIn(t, "alice@example.com") // the password was not reset
 }
 
-// Racing rotations of one refresh token: exactly one wins, the others count as reuse and
-// revoke the family, so even the winner's new token is dead.
+// Two tabs refreshing at once with one refresh token: exactly one rotation wins, the
+// others are 401, and the family lives on, so the winner keeps refreshing and the user
+// stays signed in. A reuse after RefreshReuseGrace is theft and revokes the family; with
+// the grace turned off, the race itself revokes it. On every database that holds
+// refresh tokens.
 func TestConcurrentRefreshOfOneToken(t *testing.T) {
 	t.Parallel()
-	h := setup(t)
-	ts := h.signIn(t, "alice@example.com")
-	c := h.client(t)
-	ctx := context.Background()
-	results := make(chan clientx.Result[gate.TokenSet], 10)
-	for range 10 {
-		go func() {
-			results <- clientx.Call(ctx, c, gate.Refresh, gate.RefreshInput{RefreshToken: ts.RefreshToken})
-		}()
-	}
-	var wins []gate.TokenSet
-	for range 10 {
-		r := <-results
-		switch {
-		case r.Error == nil:
-			wins = append(wins, r.Data)
-		case r.Error.Code != engine.CodeUnauthorized:
-			t.Fatalf("unexpected failure: %+v", r.Error)
-		}
-	}
-	if len(wins) != 1 {
-		t.Fatalf("%d rotations succeeded, want 1", len(wins))
-	}
-	if r := clientx.Call(ctx, c, gate.Refresh, gate.RefreshInput{RefreshToken: wins[0].RefreshToken}); r.Error == nil {
-		t.Fatal("the winner's token survived the reuse")
+	for name, open := range map[string]func(t *testing.T) *bun.DB{
+		"sqlite": func(t *testing.T) *bun.DB { return openSQLite(t) },
+		"postgres": func(t *testing.T) *bun.DB {
+			return testenv.PostgresDB(t, testenv.Schema(t, testenv.PostgresDSN(t, "the Postgres run"), "gate_refresh_"))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			h := setup(t, func(c *gate.AuthConfig) { c.DB = db })
+			ctx := context.Background()
+			c := h.client(t)
+			refresh := func(tok string) clientx.Result[gate.TokenSet] {
+				return clientx.Call(ctx, c, gate.Refresh, gate.RefreshInput{RefreshToken: tok})
+			}
+			refused := func(what string, r clientx.Result[gate.TokenSet]) {
+				t.Helper()
+				if r.Error == nil || r.Error.Code != engine.CodeUnauthorized || r.Status != 401 {
+					t.Fatalf("%s: %+v, want 401 Unauthorized", what, r)
+				}
+			}
+			first := h.signIn(t, "alice@example.com")
+			const tabs = 10
+			// Every tab reads the unspent token before any spends it, so that all but
+			// one lose the race to spend it rather than find it spent.
+			var read atomic.Int32
+			allRead := make(chan struct{})
+			gate.SetRotateHook(h.auth, func() {
+				if read.Add(1) == tabs {
+					close(allRead)
+				}
+				select {
+				case <-allRead:
+				case <-time.After(10 * time.Second):
+				}
+			})
+			results := make(chan clientx.Result[gate.TokenSet], tabs)
+			for range tabs {
+				go func() { results <- refresh(first.RefreshToken) }()
+			}
+			var wins []gate.TokenSet
+			for range tabs {
+				r := <-results
+				if r.Error == nil {
+					wins = append(wins, r.Data)
+					continue
+				}
+				refused("a losing tab", r)
+			}
+			if len(wins) != 1 || read.Load() != tabs {
+				t.Fatalf("%d rotations succeeded after %d reads, want 1 after %d", len(wins), read.Load(), tabs)
+			}
+			// Within the grace a reuse is refused and revokes nothing: the winner goes on.
+			refused("a reuse within the grace", refresh(first.RefreshToken))
+			next := refresh(wins[0].RefreshToken)
+			if next.Error != nil {
+				t.Fatalf("the winner's refresh after the race: %+v", next)
+			}
+			if status, _, env := h.raw(t, "t.echo", next.Data.AccessToken, `{}`); status != 200 {
+				t.Fatalf("the winner's access token: %d %v", status, env)
+			}
+			// After the grace the same reuse is theft: the family is revoked.
+			h.clock.Advance(gate.DefaultRefreshReuseGrace)
+			refused("a reuse after the grace", refresh(first.RefreshToken))
+			refused("the family after the theft", refresh(next.Data.RefreshToken))
+
+			// With the grace off, the race itself revokes the family.
+			strict := setup(t, func(c *gate.AuthConfig) { c.DB = db; c.RefreshReuseGrace = -1 })
+			ts := strict.signIn(t, "bob@example.com")
+			won := clientx.Call(ctx, strict.client(t), gate.Refresh, gate.RefreshInput{RefreshToken: ts.RefreshToken})
+			if won.Error != nil {
+				t.Fatal(won.Error)
+			}
+			refused("a reuse without a grace", clientx.Call(ctx, strict.client(t), gate.Refresh, gate.RefreshInput{RefreshToken: ts.RefreshToken}))
+			refused("the family without a grace", clientx.Call(ctx, strict.client(t), gate.Refresh, gate.RefreshInput{RefreshToken: won.Data.RefreshToken}))
+		})
 	}
 }
 

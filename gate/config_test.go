@@ -164,36 +164,37 @@ func TestSignUpBounds(t *testing.T) {
 }
 
 // The Authorization header: none is anonymous; the scheme is case-insensitive; anything
-// but a bearer token is Unauthorized.
+// but a bearer token is Unauthorized, with the RFC 6750 challenge that says why.
 func TestAuthorizationHeader(t *testing.T) {
 	t.Parallel()
 	h := setup(t)
 	tok := h.signIn(t, "alice@example.com").AccessToken
-	for _, tc := range []struct{ header, want string }{
-		{"", "anonymous"},
-		{"Bearer " + tok, "alice@example.com"},
-		{"bearer " + tok, "alice@example.com"},
-		{"Bearer  " + tok + " ", "alice@example.com"},
-		{"Basic " + tok, "Unauthorized"},
-		{"Bearer", "Unauthorized"},
-		{"Bearer ", "Unauthorized"},
-		{"Bearer    ", "Unauthorized"},
-		{tok, "Unauthorized"},
+	for _, tc := range []struct{ header, want, challenge string }{
+		{"", "anonymous", ""},
+		{"Bearer " + tok, "alice@example.com", ""},
+		{"bearer " + tok, "alice@example.com", ""},
+		{"Bearer  " + tok + " ", "alice@example.com", ""},
+		{"Basic " + tok, "Unauthorized", "Bearer"},
+		{"Bearer", "Unauthorized", "Bearer"},
+		{"Bearer ", "Unauthorized", `Bearer error="invalid_request"`},
+		{"Bearer    ", "Unauthorized", `Bearer error="invalid_request"`},
+		{"Bearer x" + tok, "Unauthorized", `Bearer error="invalid_token"`},
+		{tok, "Unauthorized", "Bearer"},
 	} {
 		r, _ := http.NewRequest(http.MethodGet, "/", nil)
 		if tc.header != "" {
 			r.Header.Set("Authorization", tc.header)
 		}
 		p, err := h.auth.Authenticate(r)
-		got := "anonymous"
+		got, challenge := "anonymous", ""
 		switch {
 		case err != nil:
-			got = engine.AsError(err).Code
+			got, challenge = engine.AsError(err).Code, engine.AsError(err).Header().Get("WWW-Authenticate")
 		case p != nil:
 			got = p.Email
 		}
-		if got != tc.want {
-			t.Errorf("%q: %s, want %s", tc.header, got, tc.want)
+		if got != tc.want || challenge != tc.challenge {
+			t.Errorf("%q: %s (WWW-Authenticate %q), want %s (%q)", tc.header, got, challenge, tc.want, tc.challenge)
 		}
 	}
 }

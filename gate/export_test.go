@@ -6,6 +6,11 @@ package gate
 // can hold slots and count how many are held at once. Set it before any hashing starts.
 func SetHashHook(a *Auth, fn func()) { a.hasher.hook = fn }
 
+// SetRotateHook makes fn run in every rotation of a, after the refresh token was read
+// and before it is spent, so a test can line up racing rotations. Set it before any
+// rotation starts.
+func SetRotateHook(a *Auth, fn func()) { a.rotateHook = fn }
+
 // HashLine returns how many callers of a are hashing or queued for a slot.
 func HashLine(a *Auth) int { return len(a.hasher.line) }
 

@@ -14,11 +14,17 @@
 //
 // [Auth] adds the unit auth with these REST triggers (RPC works too):
 //
-//	POST /auth/sign-up/email  auth.signUpEmail  public  {email, password} → token set
-//	POST /auth/sign-in/email  auth.signInEmail  public  {email, password} → token set
-//	POST /auth/refresh        auth.refresh      public  {refreshToken}    → token set
-//	GET  /auth/me             auth.me           auth    {}                → principal
-//	POST /auth/sign-out       auth.signOut      auth    {refreshToken?}   → 204
+//	POST /auth/sign-up/email  auth.signUpEmail  token endpoint  {email, password} → token set
+//	POST /auth/sign-in/email  auth.signInEmail  token endpoint  {email, password} → token set
+//	POST /auth/refresh        auth.refresh      token endpoint  {refreshToken}    → token set
+//	GET  /auth/me             auth.me           auth            {}                → principal
+//	POST /auth/sign-out       auth.signOut      auth            {refreshToken?}   → 204
+//
+// Sign-up, sign-in and refresh are token endpoints ([engine.TokenEndpoint]): they do not
+// read the Authorization header, so the expired access token a client still sends does
+// not refuse them. Every other flow, public ones included, and every engine.Handle route
+// answer a refused token with Unauthorized and a WWW-Authenticate challenge
+// ([Auth.Authenticate]).
 //
 // Sign-up is bound only when the app opts in ([AuthConfig.PublicSignUp]). Sign-in is
 // limited per client IP and per email ([AuthConfig.AttemptsPerIP],

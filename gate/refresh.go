@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/bbc28f59/engine"
 	"github.com/google/uuid"
@@ -47,8 +48,11 @@ func (a *Auth) newRefresh(ctx context.Context, userID, family string) (string, e
 
 // Rotate exchanges a refresh token for a new token set: the token is marked used and a
 // new one of the same family is issued, with an access token carrying the user's
-// current scopes. A token that was already used (a replay, or a thief racing the owner)
-// revokes its whole family; unknown, expired and revoked tokens are Unauthorized.
+// current scopes. Unknown, expired and revoked tokens are Unauthorized, and so is a token
+// that was already used; such a reuse also revokes the token's whole family (a replay,
+// or a thief racing the owner), unless it comes within [AuthConfig.RefreshReuseGrace] of
+// the rotation, when it is taken for the owner's own race (two tabs refreshing at once)
+// and the family, with the tokens the first use got, lives on.
 func (a *Auth) Rotate(ctx context.Context, token string) (TokenSet, error) {
 	db := a.cfg.DB
 	row := new(refreshRow)
@@ -60,7 +64,7 @@ func (a *Auth) Rotate(ctx context.Context, token string) (TokenSet, error) {
 		return TokenSet{}, fmt.Errorf("gate: refresh: %w", err)
 	}
 	if row.UsedAt != nil {
-		return TokenSet{}, a.reused(ctx, row)
+		return TokenSet{}, a.reused(ctx, row.Family, *row.UsedAt)
 	}
 	// A family revoked while this token was being issued (two rotations racing a
 	// replay) still has its older rows revoked; honour that.
@@ -72,13 +76,16 @@ func (a *Auth) Rotate(ctx context.Context, token string) (TokenSet, error) {
 	if revoked || row.Revoked || !now.Before(row.ExpiresAt) {
 		return TokenSet{}, engine.Unauthorized()
 	}
+	if a.rotateHook != nil {
+		a.rotateHook()
+	}
 	res, err := db.NewUpdate().Model((*refreshRow)(nil)).Set("used_at = ?", now).
 		Where("hash = ?", row.Hash).Where("used_at IS NULL").Where("NOT revoked").Exec(ctx)
 	if err != nil {
 		return TokenSet{}, fmt.Errorf("gate: refresh: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
-		return TokenSet{}, a.reused(ctx, row) // lost a race with another use of the same token
+		return TokenSet{}, a.lostRace(ctx, row.Hash) // another use of the same token came first
 	}
 	u, err := a.userByID(ctx, row.UserID)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -90,12 +97,29 @@ func (a *Auth) Rotate(ctx context.Context, token string) (TokenSet, error) {
 	return a.tokenSet(ctx, u, row.Family)
 }
 
-// reused revokes the family of a replayed refresh token and answers Unauthorized.
-func (a *Auth) reused(ctx context.Context, row *refreshRow) error {
-	if err := a.revokeFamily(ctx, row.Family); err != nil {
-		return err
+// reused answers another use of a refresh token rotated at usedAt: Unauthorized, after
+// revoking the token's family unless the use is within the grace of the rotation.
+func (a *Auth) reused(ctx context.Context, family string, usedAt time.Time) error {
+	grace := a.cfg.RefreshReuseGrace
+	if inGrace := grace > 0 && a.cfg.Now().Sub(usedAt) < grace; !inGrace {
+		if err := a.revokeFamily(ctx, family); err != nil {
+			return err
+		}
 	}
 	return engine.Unauthorized()
+}
+
+// lostRace answers a rotation whose token was used or revoked between its read and its
+// update: the row is read again for when the winner used it.
+func (a *Auth) lostRace(ctx context.Context, hash string) error {
+	row := new(refreshRow)
+	if err := a.cfg.DB.NewSelect().Model(row).Where("hash = ?", hash).Limit(1).Scan(ctx); err != nil {
+		return fmt.Errorf("gate: refresh: %w", err)
+	}
+	if row.UsedAt == nil { // revoked meanwhile, not used
+		return engine.Unauthorized()
+	}
+	return a.reused(ctx, row.Family, *row.UsedAt)
 }
 
 func (a *Auth) revokeFamily(ctx context.Context, family string) error {

@@ -63,6 +63,18 @@ func Decode(data []byte) (Event, error) {
 		return decodeAs[StateSnapshot](typ, data)
 	case TypeStateDelta:
 		return decodeAs[StateDelta](typ, data)
+	case TypeReasoningStart:
+		return decodeAs[ReasoningStart](typ, data)
+	case TypeReasoningMessageStart:
+		return decodeAs[ReasoningMessageStart](typ, data)
+	case TypeReasoningMessageContent:
+		return decodeAs[ReasoningMessageContent](typ, data)
+	case TypeReasoningMessageEnd:
+		return decodeAs[ReasoningMessageEnd](typ, data)
+	case TypeReasoningEnd:
+		return decodeAs[ReasoningEnd](typ, data)
+	case TypeReasoningEncryptedValue:
+		return decodeAs[ReasoningEncryptedValue](typ, data)
 	default:
 		if ok && !json.Valid(data) { // the fast path has not looked past the type
 			return nil, fmt.Errorf("agui: %s event is not valid JSON", typ)

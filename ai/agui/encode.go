@@ -7,14 +7,16 @@ import (
 	"github.com/bbc28f59/engine/internal/jsonx"
 )
 
-// AppendDelta appends the wire JSON of a TEXT_MESSAGE_CONTENT (id is the messageId) or
-// TOOL_CALL_ARGS (id is the toolCallId) event, the same bytes [AppendJSON] writes for
-// them, without boxing the event in an interface: the per-token path of a stream. Any
-// other typ appends nothing.
+// AppendDelta appends the wire JSON of a TEXT_MESSAGE_CONTENT or
+// REASONING_MESSAGE_CONTENT (id is the messageId) or TOOL_CALL_ARGS (id is the
+// toolCallId) event, the same bytes [AppendJSON] writes for them, without boxing the
+// event in an interface: the per-token path of a stream. Any other typ appends nothing.
 func AppendDelta(dst []byte, typ Type, id, delta string) []byte {
 	switch typ {
 	case TypeTextMessageContent:
 		dst = append(dst, `{"type":"TEXT_MESSAGE_CONTENT","messageId":`...)
+	case TypeReasoningMessageContent:
+		dst = append(dst, `{"type":"REASONING_MESSAGE_CONTENT","messageId":`...)
 	case TypeToolCallArgs:
 		dst = append(dst, `{"type":"TOOL_CALL_ARGS","toolCallId":`...)
 	default:
@@ -35,6 +37,28 @@ func AppendJSON(dst []byte, ev Event) ([]byte, error) {
 		return AppendDelta(dst, TypeTextMessageContent, e.MessageID, e.Delta), nil
 	case ToolCallArgs:
 		return AppendDelta(dst, TypeToolCallArgs, e.ToolCallID, e.Delta), nil
+	case ReasoningMessageContent:
+		return AppendDelta(dst, TypeReasoningMessageContent, e.MessageID, e.Delta), nil
+	case ReasoningStart:
+		dst = append(dst, `{"type":"REASONING_START","messageId":`...)
+		dst = jsonx.AppendString(dst, e.MessageID)
+	case ReasoningMessageStart:
+		dst = append(dst, `{"type":"REASONING_MESSAGE_START","messageId":`...)
+		dst = jsonx.AppendString(dst, e.MessageID)
+		dst = append(dst, `,"role":"reasoning"`...)
+	case ReasoningMessageEnd:
+		dst = append(dst, `{"type":"REASONING_MESSAGE_END","messageId":`...)
+		dst = jsonx.AppendString(dst, e.MessageID)
+	case ReasoningEnd:
+		dst = append(dst, `{"type":"REASONING_END","messageId":`...)
+		dst = jsonx.AppendString(dst, e.MessageID)
+	case ReasoningEncryptedValue:
+		dst = append(dst, `{"type":"REASONING_ENCRYPTED_VALUE","subtype":`...)
+		dst = jsonx.AppendString(dst, e.Subtype)
+		dst = append(dst, `,"entityId":`...)
+		dst = jsonx.AppendString(dst, e.EntityID)
+		dst = append(dst, `,"encryptedValue":`...)
+		dst = jsonx.AppendString(dst, e.EncryptedValue)
 	case RunStarted:
 		dst = append(dst, `{"type":"RUN_STARTED","threadId":`...)
 		dst = jsonx.AppendString(dst, e.ThreadID)

@@ -42,6 +42,34 @@ func referenceEncodings(a, b string) []struct {
 			Content    string `json:"content"`
 			Role       string `json:"role,omitempty"`
 		}{"TOOL_CALL_RESULT", a, a, b, b}},
+		{agui.ReasoningMessageContent{MessageID: a, Delta: b}, struct {
+			Type      string `json:"type"`
+			MessageID string `json:"messageId"`
+			Delta     string `json:"delta"`
+		}{"REASONING_MESSAGE_CONTENT", a, b}},
+		{agui.ReasoningMessageStart{MessageID: a}, struct {
+			Type      string `json:"type"`
+			MessageID string `json:"messageId"`
+			Role      string `json:"role"`
+		}{"REASONING_MESSAGE_START", a, "reasoning"}},
+		{agui.ReasoningStart{MessageID: a}, struct {
+			Type      string `json:"type"`
+			MessageID string `json:"messageId"`
+		}{"REASONING_START", a}},
+		{agui.ReasoningMessageEnd{MessageID: b}, struct {
+			Type      string `json:"type"`
+			MessageID string `json:"messageId"`
+		}{"REASONING_MESSAGE_END", b}},
+		{agui.ReasoningEnd{MessageID: b}, struct {
+			Type      string `json:"type"`
+			MessageID string `json:"messageId"`
+		}{"REASONING_END", b}},
+		{agui.ReasoningEncryptedValue{Subtype: agui.EncryptedMessage, EntityID: a, EncryptedValue: b}, struct {
+			Type           string `json:"type"`
+			Subtype        string `json:"subtype"`
+			EntityID       string `json:"entityId"`
+			EncryptedValue string `json:"encryptedValue"`
+		}{"REASONING_ENCRYPTED_VALUE", "message", a, b}},
 		{agui.RunError{Message: a, Code: b}, struct {
 			Type    string `json:"type"`
 			Message string `json:"message"`

@@ -5,8 +5,8 @@ import "encoding/json"
 // Type is the discriminator every event carries in its "type" member.
 type Type string
 
-// The event types of the service contract, and AG-UI's state events. AG-UI defines more
-// (reasoning, activity…); those decode as [Unknown].
+// The event types of the service contract, and AG-UI's state and reasoning events. AG-UI
+// defines more (activity, messages snapshots…); those decode as [Unknown].
 const (
 	TypeRunStarted         Type = "RUN_STARTED"
 	TypeRunFinished        Type = "RUN_FINISHED"
@@ -23,6 +23,13 @@ const (
 	TypeCustom             Type = "CUSTOM"
 	TypeStateSnapshot      Type = "STATE_SNAPSHOT"
 	TypeStateDelta         Type = "STATE_DELTA"
+
+	TypeReasoningStart          Type = "REASONING_START"
+	TypeReasoningMessageStart   Type = "REASONING_MESSAGE_START"
+	TypeReasoningMessageContent Type = "REASONING_MESSAGE_CONTENT"
+	TypeReasoningMessageEnd     Type = "REASONING_MESSAGE_END"
+	TypeReasoningEnd            Type = "REASONING_END"
+	TypeReasoningEncryptedValue Type = "REASONING_ENCRYPTED_VALUE"
 )
 
 // Roles carried by text messages and tool results. AG-UI accepts only "tool" on

@@ -67,6 +67,23 @@ var wireCases = []struct {
 		ThreadID: "t", RunID: "r",
 		Outcome: agui.InterruptOutcome(agui.Interrupt{ID: "x", Reason: agui.ReasonApproval, Payload: agui.InterruptPayload{Tool: "t"}}),
 	}, `{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[{"id":"x","reason":"approval","payload":{"tool":"t","args":{}}}]}}`},
+	{"reasoning start", agui.ReasoningStart{MessageID: "m-1"},
+		`{"type":"REASONING_START","messageId":"m-1"}`},
+	{"reasoning message start", agui.ReasoningMessageStart{MessageID: "m-1"},
+		`{"type":"REASONING_MESSAGE_START","messageId":"m-1","role":"reasoning"}`},
+	{"reasoning content", agui.ReasoningMessageContent{MessageID: "m-1", Delta: "Let me think"},
+		`{"type":"REASONING_MESSAGE_CONTENT","messageId":"m-1","delta":"Let me think"}`},
+	{"reasoning content empty delta kept", agui.ReasoningMessageContent{MessageID: "m-1"},
+		`{"type":"REASONING_MESSAGE_CONTENT","messageId":"m-1","delta":""}`},
+	{"reasoning message end", agui.ReasoningMessageEnd{MessageID: "m-1"},
+		`{"type":"REASONING_MESSAGE_END","messageId":"m-1"}`},
+	{"reasoning encrypted value", agui.ReasoningEncryptedValue{Subtype: agui.EncryptedMessage, EntityID: "m-1", EncryptedValue: "RXVn=="},
+		`{"type":"REASONING_ENCRYPTED_VALUE","subtype":"message","entityId":"m-1","encryptedValue":"RXVn=="}`},
+	{"reasoning end", agui.ReasoningEnd{MessageID: "m-1"},
+		`{"type":"REASONING_END","messageId":"m-1"}`},
+	{"run finished with reasoning tokens", agui.RunFinished{ThreadID: "t", RunID: "r",
+		Usage: []agui.Usage{{InputTokens: new(int64(3)), OutputTokens: new(int64(40)), ReasoningTokens: new(int64(32))}}},
+		`{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[{"inputTokens":3,"outputTokens":40,"reasoningTokens":32}]}`},
 	{"run error", agui.RunError{Message: "model called a tool it may not use", Code: "AgentLoopHalt"},
 		`{"type":"RUN_ERROR","message":"model called a tool it may not use","code":"AgentLoopHalt"}`},
 	{"run error without code", agui.RunError{Message: "boom"},
@@ -179,13 +196,13 @@ func TestDecodeSpellings(t *testing.T) {
 
 func TestDecodeUnknownTypeKeepsRawJSON(t *testing.T) {
 	t.Parallel()
-	src := []byte(`{"type":"REASONING_START","messageId":"r-1"}`)
+	src := []byte(`{"type":"ACTIVITY_SNAPSHOT","messageId":"a-1","activityType":"plan","content":{}}`)
 	ev, err := agui.Decode(src)
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
 	u, ok := ev.(agui.Unknown)
-	if !ok || u.TypeName != "REASONING_START" || string(u.JSON) != string(src) {
+	if !ok || u.TypeName != "ACTIVITY_SNAPSHOT" || string(u.JSON) != string(src) {
 		t.Fatalf("Decode = %#v", ev)
 	}
 	src[0] = 'X' // the event must own its bytes

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 
+	"github.com/bbc28f59/engine/internal/openschema"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -220,23 +220,7 @@ func (m InputMessage) MarshalJSON() ([]byte, error) {
 // members AG-UI adds to its objects (metadata, encryptedValue…) are let through.
 func (Input) JSONSchema() *jsonschema.Schema {
 	type fields Input
-	s, err := jsonschema.For[fields](&jsonschema.ForOptions{IgnoreInvalidTypes: true,
-		TypeSchemas: map[reflect.Type]*jsonschema.Schema{reflect.TypeFor[json.RawMessage](): {}}})
-	if err != nil {
-		return &jsonschema.Schema{Type: "object"} // not reached: the type is fixed
-	}
-	open := func(o *jsonschema.Schema) *jsonschema.Schema {
-		if o != nil {
-			o.AdditionalProperties = nil
-		}
-		return o
-	}
-	open(s)
-	msg := open(s.Properties["messages"].Items)
-	msg.Properties["content"] = &jsonschema.Schema{Description: "a string, AG-UI content parts, or an activity message's object"}
-	open(open(msg.Properties["toolCalls"].Items).Properties["function"])
-	open(s.Properties["tools"].Items)
-	open(s.Properties["context"].Items)
-	open(s.Properties["resume"].Items)
+	s := openschema.For[fields]()
+	s.Properties["messages"].Items.Properties["content"] = &jsonschema.Schema{Description: "a string, AG-UI content parts, or an activity message's object"}
 	return s
 }

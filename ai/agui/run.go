@@ -30,9 +30,12 @@ type RunResult struct {
 // Usage is one element of RUN_FINISHED.usage. The counts are pointers because a count
 // the model did not report must be absent, never an invented zero; in Go 1.26 write
 // new(int64(n)) to set one. AG-UI requires counts to be non-negative integers.
+// ReasoningTokens, AG-UI's own field, is the part of OutputTokens the model spent on
+// reasoning, where the provider reports it.
 type Usage struct {
-	InputTokens  *int64 `json:"inputTokens,omitempty"`
-	OutputTokens *int64 `json:"outputTokens,omitempty"`
+	InputTokens     *int64 `json:"inputTokens,omitempty"`
+	OutputTokens    *int64 `json:"outputTokens,omitempty"`
+	ReasoningTokens *int64 `json:"reasoningTokens,omitempty"`
 }
 
 // OutcomeType is the discriminator of RUN_FINISHED.outcome.

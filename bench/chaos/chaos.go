@@ -177,8 +177,10 @@ type harness struct {
 }
 
 // Run runs cfg and reports what it counted. An error means the harness itself could not
-// run (a build, a database, an instance that never started); broken promises are in the
-// report ([Report.Failed]).
+// run (a build, a database, an instance that never started) or stopped early; broken
+// promises are in the report ([Report.Failed]). With an error, the report holds the
+// cycles that completed before it (Report.Cycles, possibly 0): a caller shows its
+// figures only for those, never a report of a run that did not happen.
 func Run(ctx context.Context, cfg Config) (Report, error) {
 	if err := cfg.defaults(); err != nil {
 		return Report{}, err
@@ -201,6 +203,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	for cycle := 1; cycle <= cfg.Cycles && ctx.Err() == nil; cycle++ {
 		if err := h.cycle(ctx, cycle); err != nil {
+			h.report.Elapsed = time.Since(start)
 			return h.report, fmt.Errorf("cycle %d: %w", cycle, err)
 		}
 		h.report.Cycles = cycle
@@ -227,6 +230,11 @@ func (c *Config) defaults() error {
 	}
 	if c.Dir == "" {
 		return errors.New("chaos: Config.Dir is required")
+	}
+	if fi, err := os.Stat(c.Dir); err != nil {
+		return fmt.Errorf("chaos: Config.Dir: %w", err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("chaos: Config.Dir %s is not a directory", c.Dir)
 	}
 	if c.Cycles <= 0 {
 		c.Cycles = 20

@@ -57,7 +57,7 @@ func Example_approveAndFollow() {
 		}
 	}
 	var text strings.Builder
-	for f, err := range agent.Follow(ctx, agent.FollowURL(c.BaseURL(), runID), agent.FollowOptions{LastEventID: last}) {
+	for f, err := range agent.Follow(ctx, c, runID, agent.FollowOptions{LastEventID: last}) {
 		if err != nil {
 			panic(err)
 		}

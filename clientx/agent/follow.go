@@ -11,23 +11,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/clientx"
-	"github.com/bbc28f59/engine/httpx"
 )
 
-// FollowOptions configure [Follow]. The zero value follows from the start with
-// http.DefaultClient and up to [DefaultMaxReconnects] reconnects in a row.
+// FollowOptions configure [Follow]. The zero value follows from the start with up to
+// [DefaultMaxReconnects] reconnects in a row. Headers, the bearer token and the HTTP
+// client are the [clientx.Client]'s.
 type FollowOptions struct {
-	// Doer sends the requests; nil means http.DefaultClient. It must not time out whole
-	// responses (http.Client.Timeout), since a follow stream stays open while the run is
-	// parked; bound the stream with ctx instead.
-	Doer clientx.Doer
-	// Header is sent with every request.
-	Header http.Header
-	// Auth supplies a bearer token for every (re)connection; a 401 runs Refresh once per
-	// connection and tries again, as the flow client does.
-	Auth *clientx.Auth
 	// LastEventID resumes after this seq: the stream starts with the row after it.
 	LastEventID int64
 	// MaxReconnects bounds the reconnects in a row that bring no new frame; the count
@@ -52,9 +44,15 @@ func FollowURL(baseURL, runID string) string {
 	return strings.TrimRight(baseURL, "/") + "/agent/runs/" + url.PathEscape(runID) + "/events"
 }
 
-// Follow reads the stored event log of an agent run from its follow route (see
+// Follow reads the stored event log of the agent run runID (the runId of its events)
+// from the follow route of the app c talks to (GET /agent/runs/:runId/events, see
 // [FollowURL]): every event once, in seq order, through approval interrupts and the
-// resumed runs after them, until the server ends the stream after the run's end.
+// resumed runs after them, until the server ends the stream after the run's end. Each
+// connection is one request of c's transport, as [Stream], [Approve] and [Deny] make
+// theirs: c's headers, its bearer token with one refresh on a 401, its Doer, its timeout
+// for the wait for the response headers (not for the stream, which stays open while the
+// run is parked: bound it with ctx, and give c no Doer that times out whole responses,
+// such as an http.Client with a Timeout) and its retries.
 //
 // When the connection drops (a network error, or the body ending while the last event
 // is not the end of the run) Follow waits, reconnects with Last-Event-ID set to the last
@@ -63,12 +61,17 @@ func FollowURL(baseURL, runID string) string {
 // replies are retried like dropped connections. When the reconnects run out, or ctx
 // ends, the sequence ends with an error. A frame that cannot be decoded is yielded as an
 // error and following goes on.
-func Follow(ctx context.Context, followURL string, opts FollowOptions) iter.Seq2[Frame, error] {
+func Follow(ctx context.Context, c *clientx.Client, runID string, opts FollowOptions) iter.Seq2[Frame, error] {
 	return func(yield func(Frame, error) bool) {
-		f := follower{ctx: ctx, url: followURL, opts: opts, last: opts.LastEventID}
-		if f.opts.Doer == nil {
-			f.opts.Doer = http.DefaultClient
+		if c == nil {
+			yield(Frame{}, clientError(engine.CodeValidation, "Follow: nil client"))
+			return
 		}
+		if err := c.Transport().Err(); err != nil {
+			yield(Frame{}, fmt.Errorf("agent: following run %s: invalid client option: %w", runID, err))
+			return
+		}
+		f := follower{ctx: ctx, t: c.Transport(), url: FollowURL(c.BaseURL(), runID), opts: opts, last: opts.LastEventID}
 		if f.opts.MaxReconnects == 0 {
 			f.opts.MaxReconnects = DefaultMaxReconnects
 		}
@@ -81,6 +84,7 @@ func Follow(ctx context.Context, followURL string, opts FollowOptions) iter.Seq2
 
 type follower struct {
 	ctx  context.Context
+	t    *clientx.Transport
 	url  string
 	opts FollowOptions
 	last int64 // the seq of the last frame yielded
@@ -88,12 +92,6 @@ type follower struct {
 	// follows it in the log.
 	ended bool
 }
-
-// fatalError ends following without a reconnect: reconnecting cannot help.
-type fatalError struct{ err error }
-
-func (e fatalError) Error() string { return e.err.Error() }
-func (e fatalError) Unwrap() error { return e.err }
 
 // errStop means the caller stopped ranging.
 var errStop = errors.New("stop")
@@ -115,8 +113,7 @@ func (f *follower) run(yield func(Frame, error) bool) {
 			return
 		}
 		var re *ResponseError
-		var fatal fatalError
-		if errors.As(err, &re) && re.StatusCode < 500 || errors.As(err, &fatal) {
+		if errors.As(err, &re) && re.StatusCode < 500 {
 			yield(Frame{}, err)
 			return
 		}
@@ -150,7 +147,7 @@ func (f *follower) run(yield func(Frame, error) bool) {
 // connect makes one request and yields its new frames. It returns how many it yielded
 // and nil when the body ended cleanly, or the error that ended the connection.
 func (f *follower) connect(yield func(Frame, error) bool) (int, error) {
-	resp, err := f.request(false)
+	resp, err := f.request()
 	if err != nil {
 		return 0, err
 	}
@@ -180,38 +177,16 @@ func (f *follower) connect(yield func(Frame, error) bool) (int, error) {
 	return got, nil
 }
 
-// request sends one GET with the headers, the token and Last-Event-ID, running Refresh
-// once on a 401.
-func (f *follower) request(refreshed bool) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(f.ctx, http.MethodGet, f.url, nil)
-	if err != nil {
-		return nil, fatalError{fmt.Errorf("agent: %w", err)}
-	}
-	for k, vs := range f.opts.Header {
-		req.Header[k] = append([]string(nil), vs...)
-	}
-	req.Header.Set("Accept", httpx.SSEContentType)
+// request sends one GET through the client's transport, with Last-Event-ID when
+// resuming; a failure to get any reply is a TransportError, which reconnecting may cure.
+func (f *follower) request() (*http.Response, error) {
+	var h http.Header
 	if f.last > 0 {
-		req.Header.Set("Last-Event-ID", strconv.FormatInt(f.last, 10))
+		h = http.Header{"Last-Event-ID": {strconv.FormatInt(f.last, 10)}}
 	}
-	if a := f.opts.Auth; a != nil && a.GetToken != nil {
-		tok, err := a.GetToken(f.ctx)
-		if err != nil {
-			return nil, fatalError{fmt.Errorf("agent: auth token: %w", err)}
-		}
-		if tok != "" {
-			req.Header.Set("Authorization", "Bearer "+tok)
-		}
-	}
-	resp, err := f.opts.Doer.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode == http.StatusUnauthorized && !refreshed && f.opts.Auth != nil && f.opts.Auth.Refresh != nil {
-		if rerr := f.opts.Auth.Refresh(f.ctx); rerr == nil {
-			resp.Body.Close()
-			return f.request(true)
-		}
+	resp, e := f.t.DoStream(f.ctx, http.MethodGet, f.url, h, nil)
+	if e != nil {
+		return nil, e
 	}
 	return resp, nil
 }

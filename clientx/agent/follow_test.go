@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -49,6 +50,10 @@ func newLogServer(t *testing.T, perConn int, abort, ignoreLastID bool) *logServe
 	t.Helper()
 	s := &logServer{perConn: perConn, abort: abort, ignoreLastID: ignoreLastID}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/agent/runs/r/events" || r.Method != http.MethodGet {
+			http.NotFound(w, r)
+			return
+		}
 		s.mu.Lock()
 		s.lastIDs = append(s.lastIDs, r.Header.Get("Last-Event-ID"))
 		s.auth = append(s.auth, r.Header.Get("Authorization"))
@@ -79,6 +84,16 @@ func (s *logServer) requests() ([]string, []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.lastIDs...), append([]string(nil), s.auth...)
+}
+
+// follow follows run r of the app at base through a client built with opts.
+func follow(t *testing.T, ctx context.Context, base string, fo agent.FollowOptions, opts ...clientx.Option) func(func(agent.Frame, error) bool) {
+	t.Helper()
+	c, err := clientx.New(base, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return agent.Follow(ctx, c, "r", fo)
 }
 
 func collect(t *testing.T, seq func(func(agent.Frame, error) bool)) ([]agent.Frame, error) {
@@ -118,7 +133,7 @@ func TestFollowReconnectsWithLastEventID(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			const perConn = 4
-			frames, err := collect(t, agent.Follow(ctx, s.URL, agent.FollowOptions{Backoff: time.Millisecond}))
+			frames, err := collect(t, follow(t, ctx, s.URL, agent.FollowOptions{Backoff: time.Millisecond}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,7 +155,7 @@ func TestFollowReconnectsWithLastEventID(t *testing.T) {
 func TestFollowStartsAfterLastEventID(t *testing.T) {
 	t.Parallel()
 	s := newLogServer(t, 100, false, false)
-	frames, err := collect(t, agent.Follow(context.Background(), s.URL, agent.FollowOptions{LastEventID: 6}))
+	frames, err := collect(t, follow(t, context.Background(), s.URL, agent.FollowOptions{LastEventID: 6}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +177,7 @@ func TestFollowStopsWhenReconnectFindsNothing(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	frames, err := collect(t, agent.Follow(context.Background(), srv.URL, agent.FollowOptions{Backoff: time.Millisecond}))
+	frames, err := collect(t, follow(t, context.Background(), srv.URL, agent.FollowOptions{Backoff: time.Millisecond}))
 	if err != nil || len(frames) != 1 {
 		t.Fatalf("frames %d, err %v; want the one frame and a clean end", len(frames), err)
 	}
@@ -172,10 +187,11 @@ func TestFollowErrorsAreFinal(t *testing.T) {
 	t.Parallel()
 	var calls sync.Map
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n, _ := calls.LoadOrStore(r.URL.Path, new(int))
+		path := strings.TrimSuffix(r.URL.Path, "/agent/runs/r/events")
+		n, _ := calls.LoadOrStore(path, new(int))
 		*n.(*int)++
 		w.Header().Set("Content-Type", "application/json")
-		switch r.URL.Path {
+		switch path {
 		case "/404":
 			w.WriteHeader(404)
 			fmt.Fprint(w, `{"data":null,"error":{"code":"NotFound","data":{}}}`)
@@ -185,7 +201,7 @@ func TestFollowErrorsAreFinal(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	_, err := collect(t, agent.Follow(context.Background(), srv.URL+"/404", agent.FollowOptions{}))
+	_, err := collect(t, follow(t, context.Background(), srv.URL+"/404", agent.FollowOptions{}))
 	var re *agent.ResponseError
 	if !errors.As(err, &re) || re.StatusCode != 404 || re.Envelope == nil || re.Envelope.Error.Code != "NotFound" {
 		t.Fatalf("404: err = %v", err)
@@ -194,7 +210,7 @@ func TestFollowErrorsAreFinal(t *testing.T) {
 	if *n.(*int) != 1 {
 		t.Fatalf("a 404 was retried: %d requests", *n.(*int))
 	}
-	_, err = collect(t, agent.Follow(context.Background(), srv.URL+"/503", agent.FollowOptions{MaxReconnects: 2, Backoff: time.Millisecond}))
+	_, err = collect(t, follow(t, context.Background(), srv.URL+"/503", agent.FollowOptions{MaxReconnects: 2, Backoff: time.Millisecond}))
 	if !errors.As(err, &re) || re.StatusCode != 503 {
 		t.Fatalf("503: err = %v", err)
 	}
@@ -202,12 +218,12 @@ func TestFollowErrorsAreFinal(t *testing.T) {
 	if *n.(*int) != 3 {
 		t.Fatalf("503: %d requests, want 1 and 2 reconnects", *n.(*int))
 	}
-	_, err = collect(t, agent.Follow(context.Background(), srv.URL+"/503", agent.FollowOptions{MaxReconnects: -1}))
+	_, err = collect(t, follow(t, context.Background(), srv.URL+"/503", agent.FollowOptions{MaxReconnects: -1}))
 	if !errors.As(err, &re) || re.StatusCode != 503 {
 		t.Fatalf("503 without reconnects: err = %v", err)
 	}
-	if _, err := collect(t, agent.Follow(context.Background(), "://bad", agent.FollowOptions{})); err == nil {
-		t.Fatal("a bad URL followed without error")
+	if _, err := collect(t, agent.Follow(context.Background(), nil, "r", agent.FollowOptions{})); err == nil {
+		t.Fatal("a nil client followed without error")
 	}
 }
 
@@ -226,11 +242,12 @@ func TestFollowAuth(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	auth := &clientx.Auth{
+	auth := clientx.Auth{
 		GetToken: func(context.Context) (string, error) { mu.Lock(); defer mu.Unlock(); return token, nil },
 		Refresh:  func(context.Context) error { mu.Lock(); defer mu.Unlock(); refreshes++; token = "fresh"; return nil },
 	}
-	frames, err := collect(t, agent.Follow(context.Background(), srv.URL, agent.FollowOptions{Auth: auth, Header: http.Header{"X-Extra": {"1"}}}))
+	frames, err := collect(t, follow(t, context.Background(), srv.URL, agent.FollowOptions{},
+		clientx.WithAuth(auth), clientx.WithHeaders(http.Header{"X-Extra": {"1"}})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,9 +255,9 @@ func TestFollowAuth(t *testing.T) {
 	if refreshes != 1 {
 		t.Fatalf("%d refreshes, want 1", refreshes)
 	}
-	failing := &clientx.Auth{GetToken: func(context.Context) (string, error) { return "", errors.New("no session") }}
-	if _, err := collect(t, agent.Follow(context.Background(), srv.URL, agent.FollowOptions{Auth: failing})); err == nil {
-		t.Fatal("a failing token getter did not end the follow")
+	failing := clientx.Auth{GetToken: func(context.Context) (string, error) { return "", errors.New("no session") }}
+	if _, err := collect(t, follow(t, context.Background(), srv.URL, agent.FollowOptions{Backoff: time.Millisecond}, clientx.WithAuth(failing))); err == nil || !strings.Contains(err.Error(), "no session") {
+		t.Fatalf("a failing token getter ended the follow with %v, want its error", err)
 	}
 }
 
@@ -257,7 +274,7 @@ func TestFollowContextEndsTheStream(t *testing.T) {
 	defer cancel()
 	var got []agent.Frame
 	var final error
-	for f, err := range agent.Follow(ctx, srv.URL, agent.FollowOptions{}) {
+	for f, err := range follow(t, ctx, srv.URL, agent.FollowOptions{}) {
 		if err != nil {
 			final = err
 			break
@@ -274,7 +291,7 @@ func TestFollowStopsWhenCallerBreaks(t *testing.T) {
 	t.Parallel()
 	s := newLogServer(t, 100, false, false)
 	n := 0
-	for _, err := range agent.Follow(context.Background(), s.URL, agent.FollowOptions{}) {
+	for _, err := range follow(t, context.Background(), s.URL, agent.FollowOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

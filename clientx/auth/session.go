@@ -21,9 +21,14 @@ var ErrSignInRequired = errors.New("auth: sign-in required")
 // RefreshFlow is the flow a session calls to rotate its tokens.
 const RefreshFlow = "auth.refresh"
 
-// TokenSet is what the sign-in and refresh flows return and a session holds.
+// TokenSet is what the sign-up, sign-in and refresh flows return and a session holds.
+// It is the one token-set type of the module: gate.TokenSet, the output type the server's
+// auth flows are declared with, is an alias of it, so the server's value is the client's
+// without a conversion, and this package links no server code.
 type TokenSet struct {
-	AccessToken  string `json:"accessToken"`
+	// AccessToken is the bearer token of every call.
+	AccessToken string `json:"accessToken"`
+	// RefreshToken is for auth.refresh, once: the call spends it.
 	RefreshToken string `json:"refreshToken"`
 	// TokenType is "Bearer".
 	TokenType string `json:"tokenType"`

@@ -22,7 +22,7 @@ var (
 	authUnit   = engine.NewUnit("auth")
 	appUnit    = engine.NewUnit("app")
 	tokenReuse = engine.NewCode[struct{}](auth.CodeTokenReuse, http.StatusUnauthorized)
-	refresh    = engine.Define[refreshIn, auth.TokenSet](authUnit, "refresh", engine.POST("/auth/refresh"), engine.Public(), engine.Errors(tokenReuse))
+	refresh    = engine.Define[refreshIn, auth.TokenSet](authUnit, "refresh", engine.POST("/auth/refresh"), engine.TokenEndpoint(), engine.Errors(tokenReuse))
 	me         = engine.Define[struct{}, string](appUnit, "me")
 )
 

@@ -5,6 +5,18 @@
 // reads GET <url>/_engine/client.json from a running app and writes engine-client.d.ts
 // (the app's flows as TypeScript types, augmenting the client package's Register) and
 // engine-client.js (the REST route table) into dir, the current directory by default.
+//
+// From a frontend's directory, which is no Go module, run it with a version (go run
+// needs one outside a module; use the version of the SDK the app is built with, or
+// latest):
+//
+//	go run github.com/bbc28f59/engine/cmd/engine@<version> client add http://127.0.0.1:8787 -o src
+//
+// Without Go, fetch the same files from the app, which serves them generated from its
+// descriptor:
+//
+//	curl -fsS http://127.0.0.1:8787/_engine/client.d.ts > src/engine-client.d.ts
+//	curl -fsS http://127.0.0.1:8787/_engine/client.js > src/engine-client.js
 package main
 
 import (
@@ -23,7 +35,8 @@ import (
 const usage = `usage: engine client add <url> [-o dir]
 
 Reads <url>/_engine/client.json from a running app and writes engine-client.d.ts and
-engine-client.js into dir (default: the current directory).
+engine-client.js into dir (default: the current directory). The app serves the same
+files at <url>/_engine/client.d.ts and <url>/_engine/client.js.
 `
 
 func main() {

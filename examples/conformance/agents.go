@@ -11,6 +11,7 @@ import (
 	"github.com/bbc28f59/engine/ai"
 	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/ai/providers/openai"
+	"github.com/bbc28f59/engine/ai/uimessage"
 	"github.com/bbc28f59/engine/gate"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -82,6 +83,10 @@ var (
 			}
 		}))
 	Story = engine.DefineStream[StoryIn, string, string](Chat, "story", engine.POST("/chat/story"))
+	// AskUI is the assistant for the Vercel AI SDK's useChat: it takes the AI SDK's chat
+	// request and answers with its UI message stream, gated as chat.ask.
+	AskUI = engine.DefineStream[uimessage.Request, uimessage.Chunk, agui.RunOutput](Chat, "ui", engine.POST("/chat/ui"), engine.Durable(),
+		engine.Describe("The assistant for the Vercel AI SDK's useChat: its chat request in, its UI message stream out."))
 )
 
 func init() {
@@ -128,6 +133,9 @@ func agentsPart(_ context.Context, e *env) (engine.Option, error) {
 		}),
 		engine.BindStream(Ask, func(fx *engine.Fx, in agui.Input, out *engine.Stream[agui.Event]) (agui.RunOutput, error) {
 			return ai.Stream(fx, assistant, in, out, ai.RunOptions{})
+		}),
+		engine.BindStream(AskUI, func(fx *engine.Fx, in uimessage.Request, out *engine.Stream[uimessage.Chunk]) (agui.RunOutput, error) {
+			return ai.StreamUI(fx, assistant, in, out, ai.RunOptions{})
 		}),
 		// AG-UI clients read what the assistant supports here (their getCapabilities),
 		// behind chat.ask's gates: only who may talk to the assistant sees its tools.

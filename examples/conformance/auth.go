@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"os"
+	"time"
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/gate"
@@ -14,7 +16,8 @@ import (
 
 // The auth part: gate.Auth over the app database with the seeded principals of APP.md,
 // all with the password ENGINE_DEMO_PASSWORD. The JWT signing key is ENGINE_JWT_KEY
-// (through the vault) when set.
+// (through the vault) when set. ENGINE_ACCESS_TTL (a Go duration, default gate's 15m) is
+// the access tokens' lifetime, so a test can see one expire.
 //
 // The sign-in edge of APP.md ("The HTTP edge"): sign-up stays off (gate's default, so
 // POST /auth/sign-up/email is 404); sign-in attempts are limited to 30 a minute per
@@ -59,8 +62,14 @@ func authPart(ctx context.Context, e *env) (engine.Option, error) {
 	if err != nil {
 		return nil, err
 	}
+	var accessTTL time.Duration
+	if v := os.Getenv("ENGINE_ACCESS_TTL"); v != "" {
+		if accessTTL, err = time.ParseDuration(v); err != nil || accessTTL <= 0 {
+			return nil, fmt.Errorf("ENGINE_ACCESS_TTL: want a positive Go duration such as 15m, got %q", v)
+		}
+	}
 	auth, err := gate.NewAuth(gate.AuthConfig{
-		DB: e.DB, Keys: gate.Keys{Current: gate.Key{Secret: key}},
+		DB: e.DB, Keys: gate.Keys{Current: gate.Key{Secret: key}}, AccessTTL: accessTTL,
 		IPSource: gate.RemoteAddr, AttemptsPerIP: perIP, FailuresPerEmail: failures,
 	})
 	if err != nil {

@@ -6,7 +6,8 @@
 //
 // Environment: ENGINE_ADDR, ENGINE_JOURNAL (memory | sqlite:<path> | postgres://…),
 // ENGINE_MODEL_BASE_URL, ENGINE_MODEL_API_KEY, ENGINE_MODEL_NAME, ENGINE_DEMO_PASSWORD,
-// ENGINE_INSTANCE, ENGINE_TICK (how often jobs.tick runs), ENGINE_LEASE_TTL (how soon
+// ENGINE_JWT_KEY, ENGINE_ACCESS_TTL (the access tokens' lifetime, a Go duration, default
+// 15m), ENGINE_INSTANCE, ENGINE_TICK (how often jobs.tick runs), ENGINE_LEASE_TTL (how soon
 // another instance takes over a dead one's runs), ENGINE_APPROVAL_WAIT (how long an
 // approval waits, default 24h), ENGINE_TRANSFER_DELAY (how long tools.transfer waits after it moved the money,
 // for fault tests), ENGINE_BODY_TIMEOUT (default 10s), ENGINE_TRUSTED_ORIGINS

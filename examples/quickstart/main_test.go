@@ -79,7 +79,7 @@ func TestQuickstart(t *testing.T) {
 		t.Fatal(err)
 	}
 	var final agui.RunFinished
-	for f, err := range agent.Follow(ctx, agent.FollowURL(srv.URL, fin.RunID), agent.FollowOptions{}) {
+	for f, err := range agent.Follow(ctx, c, fin.RunID, agent.FollowOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

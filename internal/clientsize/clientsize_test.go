@@ -25,6 +25,13 @@ var forbidden = []string{
 	"github.com/lib/pq",
 }
 
+// unlinked are packages the root imports (so go list names them among a client's
+// dependencies) whose code a client binary must still not hold: the linker drops them
+// only while nothing a client reaches calls them and they have no initialisation work.
+var unlinked = []string{
+	"github.com/bbc28f59/engine/internal/tsgen", // the TypeScript generator behind /_engine/client.d.ts
+}
+
 // budget is how much larger than its baseline the client's binary may be.
 const budget = 1.05
 
@@ -67,6 +74,26 @@ func TestAClientLinksNoServerPackage(t *testing.T) {
 	for _, want := range []string{"github.com/bbc28f59/engine", "github.com/bbc28f59/engine/clientx", "net/http"} {
 		if !has[want] {
 			t.Fatalf("the client's dependencies lack %s: %v", want, deps)
+		}
+	}
+}
+
+// TestAClientBinaryHoldsNoGenerator builds the client and reads its symbol table: no
+// function or variable of an [unlinked] package may be in it.
+func TestAClientBinaryHoldsNoGenerator(t *testing.T) {
+	t.Parallel()
+	goCmd := goTool(t)
+	bin := filepath.Join(t.TempDir(), "client")
+	run(t, goCmd, "build", "-trimpath", "-o", bin, "./testdata/client")
+	syms := run(t, goCmd, "tool", "nm", bin)
+	if !strings.Contains(syms, "github.com/bbc28f59/engine/clientx.") {
+		t.Fatalf("the symbol table lacks clientx: not the client's?\n%.2000s", syms)
+	}
+	for _, line := range strings.Split(syms, "\n") {
+		for _, p := range unlinked {
+			if strings.Contains(line, p+".") {
+				t.Errorf("the client binary holds %s: %s", p, strings.TrimSpace(line))
+			}
 		}
 	}
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // BearerAuth is an [engine.Authenticator] that signs in the caller whose bearer token is
-// "good" (as the principal u1) and refuses any other token; no header is anonymous.
+// "good" (as the principal u1) and refuses any other token, as gate.Auth does (with
+// WWW-Authenticate: Bearer error="invalid_token"); no header is anonymous.
 type BearerAuth struct{}
 
 // Authenticate implements [engine.Authenticator].
@@ -22,7 +23,7 @@ func (BearerAuth) Authenticate(r *http.Request) (*engine.Principal, error) {
 	case "Bearer good":
 		return &engine.Principal{ID: "u1"}, nil
 	}
-	return nil, engine.Unauthorized()
+	return nil, engine.Unauthorized().WithHeader("WWW-Authenticate", `Bearer error="invalid_token"`)
 }
 
 // Token is a [clientx.Auth] whose token and refresh a test controls: it sends Value;

@@ -114,17 +114,23 @@ type root struct {
 	raw   map[string]*value
 }
 
-// ignored are keywords that only validate: they do not change the TypeScript type.
-var ignored = map[string]bool{
-	"$schema": true, "$id": true, "$comment": true, "$anchor": true, "title": true, "description": true,
-	"default": true, "examples": true, "readOnly": true, "writeOnly": true, "deprecated": true,
-	"minLength": true, "maxLength": true, "pattern": true, "format": true, "contentEncoding": true,
-	"contentMediaType": true, "minimum": true, "maximum": true, "exclusiveMinimum": true,
-	"exclusiveMaximum": true, "multipleOf": true, "minItems": true, "maxItems": true, "uniqueItems": true,
-	"minProperties": true, "maxProperties": true, "required": true, "properties": true, "items": true,
-	"additionalProperties": true, "type": true, "enum": true, "const": true, "anyOf": true, "oneOf": true,
-	"allOf": true, "$ref": true, "$defs": true, "definitions": true, "nullable": true, "prefixItems": true,
-	"propertyNames": true, "minContains": true, "maxContains": true,
+// ignored reports whether k is a keyword that only validates: it does not change the
+// TypeScript type. (A switch, not a package-level map, so the package has nothing to
+// initialise.)
+func ignored(k string) bool {
+	switch k {
+	case "$schema", "$id", "$comment", "$anchor", "title", "description",
+		"default", "examples", "readOnly", "writeOnly", "deprecated",
+		"minLength", "maxLength", "pattern", "format", "contentEncoding",
+		"contentMediaType", "minimum", "maximum", "exclusiveMinimum",
+		"exclusiveMaximum", "multipleOf", "minItems", "maxItems", "uniqueItems",
+		"minProperties", "maxProperties", "required", "properties", "items",
+		"additionalProperties", "type", "enum", "const", "anyOf", "oneOf",
+		"allOf", "$ref", "$defs", "definitions", "nullable", "prefixItems",
+		"propertyNames", "minContains", "maxContains":
+		return true
+	}
+	return false
 }
 
 // named translates a flow's schema into an exported type alias and returns its name.
@@ -224,7 +230,7 @@ func (r *root) ts(v *value, path string, depth int) string {
 		return r.fail(path, "a schema must be an object or a boolean")
 	}
 	for _, k := range v.keys {
-		if !ignored[k] && !strings.HasPrefix(k, "x-") {
+		if !ignored(k) && !strings.HasPrefix(k, "x-") {
 			return r.fail(path, "keyword "+k+" has no TypeScript translation")
 		}
 	}

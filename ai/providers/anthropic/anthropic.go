@@ -2,6 +2,16 @@
 // github.com/anthropics/anthropic-sdk-go.
 //
 // The provider reads no environment variables or credential files: base URL and key come from [Options] only.
+//
+// Extended thinking ([ai.WithReasoning]): [ai.ReasoningOptions.BudgetTokens] is thinking.budget_tokens (at least
+// [MinThinkingBudget]); when it is zero the budget comes from Effort: "minimal" and "low" 1024, "medium" (or none)
+// 4096, "high" 16384. max_tokens must exceed the budget, so a request whose limit does not is sent with the budget
+// plus [DefaultMaxTokens]. Thinking blocks stream as reasoning with their signature ([ai.Reasoning.Signature]); a
+// redacted_thinking block is reasoning with no text whose data is [ai.Reasoning.Redacted]. An assistant message's
+// reasoning is sent back first, as its thinking and redacted_thinking blocks, unchanged, as Anthropic requires with
+// the tool results of a turn that thought; reasoning without a signature (from another provider) is not sent.
+// Thinking tokens are part of usage.output_tokens, which Anthropic does not break down, so
+// [ai.Usage.ReasoningTokens] stays unreported.
 package anthropic
 
 import (
@@ -149,14 +159,16 @@ func (p *Provider) Stream(ctx context.Context, req ai.Request) iter.Seq2[ai.Chun
 	}
 }
 
-// turn tracks what one stream has said so far: which content blocks are tool calls (Anthropic numbers all
-// blocks, text included; [ai.ToolCallDelta.Index] counts tool calls only) and the usage, which arrives in two parts.
+// turn tracks what one stream has said so far: which content blocks are tool calls and which reasoning
+// (Anthropic numbers all blocks, text included; [ai.ToolCallDelta.Index] counts tool calls only, and
+// [ai.ReasoningDelta.Index] reasoning only) and the usage, which arrives in two parts.
 type turn struct {
-	toolIndex  map[int64]int
-	usage      ai.Usage
-	reported   bool
-	outputTool string         // the forced tool of [OutputTool], whose input is the answer
-	outputIdx  map[int64]bool // blocks that are calls of it
+	toolIndex   map[int64]int
+	reasonIndex map[int64]int // thinking and redacted_thinking blocks
+	usage       ai.Usage
+	reported    bool
+	outputTool  string         // the forced tool of [OutputTool], whose input is the answer
+	outputIdx   map[int64]bool // blocks that are calls of it
 }
 
 func (t *turn) convert(ev sdk.MessageStreamEventUnion) []ai.Chunk {
@@ -195,6 +207,8 @@ func (t *turn) convert(ev sdk.MessageStreamEventUnion) []ai.Chunk {
 			if s := e.ContentBlock.AsText().Text; s != "" {
 				return []ai.Chunk{{Text: s}}
 			}
+		case "thinking", "redacted_thinking":
+			return t.reasoningStart(e)
 		}
 	case "content_block_delta":
 		e := ev.AsContentBlockDelta()
@@ -214,6 +228,8 @@ func (t *turn) convert(ev sdk.MessageStreamEventUnion) []ai.Chunk {
 			if s := e.Delta.AsInputJSONDelta().PartialJSON; ok && s != "" {
 				return []ai.Chunk{{ToolCall: &ai.ToolCallDelta{Index: i, ArgsDelta: s}}}
 			}
+		case "thinking_delta", "signature_delta":
+			return t.reasoningDelta(e)
 		}
 	case "message_delta":
 		e := ev.AsMessageDelta()

@@ -27,6 +27,9 @@ func buildParams(req ai.Request, mode OutputMode) (sdk.MessageNewParams, error) 
 	if req.MaxTokens > 0 {
 		p.MaxTokens = int64(req.MaxTokens)
 	}
+	if err := setThinking(&p, req.Reasoning); err != nil {
+		return p, err
+	}
 	if req.System != "" {
 		p.System = append(p.System, sdk.TextBlockParam{Text: req.System})
 	}
@@ -99,7 +102,7 @@ func message(m ai.Message) (sdk.MessageParam, error) {
 		}
 		return sdk.NewUserMessage(sdk.NewToolResultBlock(m.ToolCallID, m.Content, false)), nil
 	case ai.RoleAssistant:
-		var blocks []sdk.ContentBlockParamUnion
+		blocks := thinkingBlocks(m.Reasoning) // first, as Anthropic sent them
 		if m.Content != "" {
 			blocks = append(blocks, sdk.NewTextBlock(m.Content)) // the API rejects empty text blocks
 		}

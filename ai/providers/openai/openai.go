@@ -3,6 +3,15 @@
 //
 // The provider reads no environment variables: base URL and key come from [Options] only, so a key meant for
 // api.openai.com is never sent to a local server by accident.
+//
+// Reasoning ([ai.WithReasoning]) on the chat-completions API, which this provider speaks so that every
+// OpenAI-compatible server works: [ai.ReasoningOptions.Effort] is sent as reasoning_effort (BudgetTokens is not
+// read). OpenAI's own servers return no reasoning text on this API (only the Responses API streams reasoning
+// summaries and encrypted reasoning, and this provider does not speak it); what streams as reasoning is the text
+// compatible servers add to the delta, as reasoning_content (DeepSeek, vLLM, llama.cpp) or reasoning
+// (OpenRouter, Ollama, newer vLLM). Reasoning is never sent back: the API has no member for it, and DeepSeek
+// refuses messages that carry it. usage.completion_tokens_details.reasoning_tokens is reported as
+// [ai.Usage.ReasoningTokens].
 package openai
 
 import (
@@ -114,12 +123,13 @@ func (p *Provider) Stream(ctx context.Context, req ai.Request) iter.Seq2[ai.Chun
 	}
 }
 
-// convert turns one SDK chunk into provider-neutral chunks: one for text, usage and finish reason, and one per
-// tool-call delta (an [ai.Chunk] holds a single delta).
+// convert turns one SDK chunk into provider-neutral chunks: one for reasoning, one for text, usage and finish
+// reason, and one per tool-call delta (an [ai.Chunk] holds a single delta).
 func convert(c sdk.ChatCompletionChunk) []ai.Chunk {
 	var (
-		out  []ai.Chunk
-		head ai.Chunk
+		out       []ai.Chunk
+		head      ai.Chunk
+		reasoning string
 	)
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {
@@ -127,6 +137,7 @@ func convert(c sdk.ChatCompletionChunk) []ai.Chunk {
 		}
 		head.Text = ch.Delta.Content
 		head.FinishReason = ch.FinishReason
+		reasoning = reasoningDelta(ch.Delta)
 		for _, tc := range ch.Delta.ToolCalls {
 			out = append(out, ai.Chunk{ToolCall: &ai.ToolCallDelta{
 				Index: int(tc.Index), ID: tc.ID, Name: tc.Function.Name, ArgsDelta: tc.Function.Arguments,
@@ -136,10 +147,14 @@ func convert(c sdk.ChatCompletionChunk) []ai.Chunk {
 	if c.JSON.Usage.Valid() {
 		head.Usage = usageOf(c.Usage)
 	}
-	if head.Text != "" || head.FinishReason != "" || head.Usage != nil {
-		out = append([]ai.Chunk{head}, out...)
+	var lead []ai.Chunk
+	if reasoning != "" { // the reasoning comes before the text it led to
+		lead = append(lead, ai.Chunk{Reasoning: &ai.ReasoningDelta{Text: reasoning}})
 	}
-	return out
+	if head.Text != "" || head.FinishReason != "" || head.Usage != nil {
+		lead = append(lead, head)
+	}
+	return append(lead, out...)
 }
 
 // usageOf keeps only the counts the server actually sent, and reads the non-standard usage.cost some
@@ -154,6 +169,7 @@ func usageOf(u sdk.CompletionUsage) *ai.Usage {
 		n := u.CompletionTokens
 		out.OutputTokens = &n
 	}
+	out.ReasoningTokens = reasoningTokens(u)
 	var extra struct {
 		Cost *float64 `json:"cost"`
 	}

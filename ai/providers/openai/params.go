@@ -27,6 +27,7 @@ func buildParams(req ai.Request) (sdk.ChatCompletionNewParams, error) {
 	if req.MaxTokens > 0 {
 		p.MaxCompletionTokens = sdk.Int(int64(req.MaxTokens))
 	}
+	setReasoning(&p, req.Reasoning)
 	if req.System != "" {
 		p.Messages = append(p.Messages, sdk.SystemMessage(req.System))
 	}

@@ -19,6 +19,9 @@ import (
 
 // Turn is one scripted model turn.
 type Turn struct {
+	// Reasoning is streamed first, as reasoning deltas word by word, each message with its signature (when set):
+	// what a model asked for reasoning ([ai.WithReasoning]) sends.
+	Reasoning []ai.Reasoning
 	// Text is streamed as several deltas, word by word.
 	Text string
 	// ToolCalls are streamed after the text. Arguments is JSON text (empty means "{}"); an empty ID is sent as
@@ -123,11 +126,22 @@ func wait(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// chunks lays a turn out as the stream a real provider would send: words, then each tool call as a head (id and
-// name) and its arguments in two pieces, then usage and finish reason. It yields them one at a time, so a long
-// turn costs no slice of chunks.
+// chunks lays a turn out as the stream a real provider would send: reasoning, words, then each tool call as a head
+// (id and name) and its arguments in two pieces, then usage and finish reason. It yields them one at a time, so a
+// long turn costs no slice of chunks.
 func chunks(t Turn) iter.Seq[ai.Chunk] {
 	return func(yield func(ai.Chunk) bool) {
+		for i, r := range t.Reasoning {
+			for w := range strings.SplitAfterSeq(r.Text, " ") {
+				if w != "" && !yield(ai.Chunk{Reasoning: &ai.ReasoningDelta{Index: i, Text: w}}) {
+					return
+				}
+			}
+			if (r.Signature != "" || r.Redacted != "" || r.Text == "") &&
+				!yield(ai.Chunk{Reasoning: &ai.ReasoningDelta{Index: i, Signature: r.Signature, Redacted: r.Redacted}}) {
+				return
+			}
+		}
 		if t.Text != "" {
 			for w := range strings.SplitAfterSeq(t.Text, " ") { // after each space: the words join back to Text
 				if !yield(ai.Chunk{Text: w}) {

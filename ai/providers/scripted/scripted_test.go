@@ -204,3 +204,35 @@ func TestStopEarly(t *testing.T) {
 		t.Fatalf("chunks seen = %d", n)
 	}
 }
+
+// TestReasoning checks that a turn's reasoning streams first, message by message, with
+// each message's signature or redacted data whole.
+func TestReasoning(t *testing.T) {
+	t.Parallel()
+	p := scripted.New(scripted.Turn{Reasoning: []ai.Reasoning{{Text: "first thought", Signature: "sig"}, {Redacted: "opaque"}}, Text: "ok"})
+	got := map[int]*ai.Reasoning{}
+	var order []string
+	for c, err := range p.Stream(t.Context(), conversation(0)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := c.Reasoning; r != nil {
+			if got[r.Index] == nil {
+				got[r.Index] = &ai.Reasoning{}
+			}
+			got[r.Index].Text += r.Text
+			got[r.Index].Signature += r.Signature
+			got[r.Index].Redacted += r.Redacted
+			order = append(order, "r")
+		}
+		if c.Text != "" {
+			order = append(order, "t")
+		}
+	}
+	if len(got) != 2 || show(*got[0]) != `{"text":"first thought","signature":"sig"}` || show(*got[1]) != `{"redacted":"opaque"}` {
+		t.Fatalf("reasoning = %s %s", show(got[0]), show(got[1]))
+	}
+	if strings.Join(order, "") != "rrrrt" {
+		t.Fatalf("order = %v, want the reasoning before the text", order)
+	}
+}

@@ -8,6 +8,14 @@
 //	go run ./bench/cmd/agentbench                          # N=16, M=200, memory journal, 5 rounds
 //	go run ./bench/cmd/agentbench -n 64 -m 50 -pace 1ms -driver sqlite
 //	ENGINE_TEST_POSTGRES_DSN=postgres://… go run ./bench/cmd/agentbench -driver postgres
+//
+// With -url it measures an app of yours instead: N concurrent streams of its streaming
+// route (POST, with -body and any -header), against the raw handler replaying the frames
+// of one of its streams; with -pid (the app's process on this machine) the CPU per frame
+// counts the app's CPU too:
+//
+//	go run ./bench/cmd/agentbench -url http://127.0.0.1:8080/chat -body '{"message":"hi"}' \
+//	    -header 'Authorization: Bearer …' -pid 12345
 package main
 
 import (
@@ -15,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
@@ -30,6 +39,7 @@ type config struct {
 	pace, sample                    time.Duration
 	driver, cpuProfile, heapProfile string
 	noTail                          bool
+	app                             agentbench.External
 }
 
 func main() {
@@ -44,7 +54,13 @@ func main() {
 	flag.BoolVar(&c.noTail, "no-tail", false, "turn off the journal's in-process follow tail (as on an instance that did not run the runs)")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured rounds to this file")
 	flag.StringVar(&c.heapProfile, "heapprofile", "", "write a heap profile per target while its idle streams are open, to this prefix + -<target>.pprof")
+	hdr := agentbench.HeaderFlag{}
+	flag.StringVar(&c.app.URL, "url", "", "measure your app's streaming route (POST) instead of the harness's agent")
+	flag.StringVar(&c.app.Body, "body", `{"message":"go"}`, "with -url: the request body")
+	flag.Var(hdr, "header", "with -url: a request header 'Name: value' (repeatable)")
+	flag.IntVar(&c.app.PID, "pid", 0, "with -url: the app's process id, so its CPU counts in its CPU per frame")
 	flag.Parse()
+	c.app.Header = http.Header(hdr)
 	if c.n <= 0 || c.m <= 0 || c.rounds <= 0 || c.idle < 0 || c.pace < 0 || c.sample <= 0 {
 		fmt.Fprintln(os.Stderr, "agentbench: -n, -m, -rounds and -sample must be positive; -idle and -pace must not be negative")
 		os.Exit(2)
@@ -66,8 +82,12 @@ func run(ctx context.Context, c config, out, progress io.Writer) error {
 		line := fmt.Sprintf("[%5.1fs] "+format, append([]any{time.Since(start).Seconds()}, args...)...)
 		fmt.Fprintf(progress, "\r%-72s", line) // padded so a shorter line covers a longer one
 	}
-	status("starting the harness (%s journal)", c.driver)
-	e, err := agentbench.New(ctx, agentbench.Options{Deltas: c.m, Pace: c.pace, Driver: c.driver, NoTail: c.noTail, SampleTime: c.sample})
+	if c.app.URL != "" {
+		status("capturing a stream of %s", c.app.URL)
+	} else {
+		status("starting the harness (%s journal)", c.driver)
+	}
+	e, err := agentbench.New(ctx, agentbench.Options{Deltas: c.m, Pace: c.pace, Driver: c.driver, NoTail: c.noTail, SampleTime: c.sample, App: c.app})
 	if err != nil {
 		return err
 	}
@@ -104,7 +124,7 @@ func run(ctx context.Context, c config, out, progress io.Writer) error {
 	}
 	idle := map[agentbench.Target]agentbench.Idle{}
 	for _, t := range agentbench.Targets {
-		if c.idle == 0 {
+		if c.idle == 0 || c.app.URL != "" { // an app's idle memory is in its own process: see bench/lab/cmd/capacity
 			break
 		}
 		status("holding %d idle %s streams open", c.idle, t)
@@ -151,8 +171,21 @@ func writeHeapProfile(path string, progress io.Writer) {
 }
 
 func printTable(out io.Writer, c config, e *agentbench.Env, sum []agentbench.Summary, idle map[agentbench.Target]agentbench.Idle) error {
-	fmt.Fprintf(out, "agentbench: N=%d concurrent runs × M=%d deltas (%d frames a run), pace %s, %s journal, %d rounds of %s per target (medians); %s, GOMAXPROCS=%d\n\n",
-		c.n, c.m, e.FramesPerRun(), c.pace, c.driver, c.rounds, c.sample, runtime.Version(), runtime.GOMAXPROCS(0))
+	if c.app.URL != "" {
+		fmt.Fprintf(out, "agentbench: N=%d concurrent streams of %s (%d frames in the captured stream, replayed by raw), %d rounds of %s per target (medians); %s, GOMAXPROCS=%d\n",
+			c.n, c.app.URL, e.FramesPerRun(), c.rounds, c.sample, runtime.Version(), runtime.GOMAXPROCS(0))
+		note := "app: allocations, bytes and writes are counted in this process only, so they are shown for raw alone"
+		if c.app.PID == 0 {
+			note += "; CPU per frame needs -pid"
+		} else {
+			note += fmt.Sprintf("; the app's CPU is read from process %d", c.app.PID)
+		}
+		fmt.Fprintln(out, note)
+		fmt.Fprintln(out)
+	} else {
+		fmt.Fprintf(out, "agentbench: N=%d concurrent runs × M=%d deltas (%d frames a run), pace %s, %s journal, %d rounds of %s per target (medians); %s, GOMAXPROCS=%d\n\n",
+			c.n, c.m, e.FramesPerRun(), c.pace, c.driver, c.rounds, c.sample, runtime.Version(), runtime.GOMAXPROCS(0))
+	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target\tframes/s\tx-raw\tCPU/frame\tx-raw (CPU)\tallocs/frame\tB/frame\twrites/frame\tfirst frame\trows/1k deltas\tdelta rows/1k\t")
 	for _, s := range sum {
@@ -160,9 +193,16 @@ func printTable(out io.Writer, c config, e *agentbench.Env, sum []agentbench.Sum
 		if s.Target.Logged() {
 			rows, drows = fmt.Sprintf("%.1f", s.RowsPer1k), fmt.Sprintf("%.1f", s.DeltaRowsPer1k)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%s\t%.2f\t%.1f\t%.0f\t%.3f\t%s\t%s\t%s\t\n", s.Target, s.FramesPerSec, s.XRaw,
-			s.CPUPerFrame.Round(10*time.Nanosecond), s.XRawCPU, s.AllocsPerFrame, s.BytesPerFrame, s.WritesPerFrame,
-			s.FirstFrame.Round(time.Microsecond), rows, drows)
+		cpu, xcpu := s.CPUPerFrame.Round(10*time.Nanosecond).String(), fmt.Sprintf("%.2f", s.XRawCPU)
+		allocs, bytes, writes := fmt.Sprintf("%.1f", s.AllocsPerFrame), fmt.Sprintf("%.0f", s.BytesPerFrame), fmt.Sprintf("%.3f", s.WritesPerFrame)
+		if !s.Target.Local() {
+			allocs, bytes, writes = "-", "-", "-"
+			if c.app.PID == 0 {
+				cpu, xcpu = "-", "-"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Target, s.FramesPerSec, s.XRaw,
+			cpu, xcpu, allocs, bytes, writes, s.FirstFrame.Round(time.Microsecond), rows, drows)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -71,6 +72,22 @@ type Options struct {
 	// so a follower reads the database, as it does on an instance other than the one that
 	// ran the run.
 	NoTail bool
+	// App, when its URL is set, measures an app of yours instead of the harness's own
+	// agent: the [App] target posts to its streaming route, and the raw baseline replays
+	// the frames of one of its streams. No journal or agent of the harness runs then.
+	App External
+}
+
+// External is an app's streaming route, called with POST.
+type External struct {
+	URL    string
+	Body   string      // the request body; default {"message":"go"}
+	Header http.Header // sent with every request (a bearer token, for instance)
+	// PID is the app's process, when it runs on this machine: its CPU time (from
+	// /proc/<pid>/stat) then counts in the app's CPU per frame, as the raw handler's
+	// counts in raw's, so the CPU ratio compares like with like. 0: CPU per frame of
+	// the app is not measured.
+	PID int
 }
 
 // Input is the body of the harness's chat flows.
@@ -131,6 +148,65 @@ type Env struct {
 	cleanup    []func()
 	raw        transcript // the frames of one streamed run, replayed by the raw handler
 	idle       transcript // the frames an idle run sends before it waits
+	app        External   // Options.App
+}
+
+// startExternal serves the raw baseline alone and captures one stream of the app's for
+// it to replay.
+func (e *Env) startExternal(ctx context.Context) error {
+	u, err := url.Parse(e.app.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("agentbench: app URL %q is not an http(s) URL", e.app.URL)
+	}
+	if e.app.Body == "" {
+		e.app.Body = `{"message":"go"}`
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /raw/stream", e.serveRawStream)
+	e.serve(mux)
+	res, err := e.readStream(ctx, App, true)
+	if err != nil {
+		return fmt.Errorf("agentbench: capturing a stream of %s: %w", e.app.URL, err)
+	}
+	e.raw = res.frames
+	return nil
+}
+
+// serve starts the loopback server of mux, counting its writes, and the client.
+func (e *Env) serve(mux *http.ServeMux) {
+	e.mux = mux
+	e.srv = httptest.NewUnstartedServer(mux)
+	e.srv.Listener = countingListener{Listener: e.srv.Listener, writes: &e.writes}
+	e.srv.Start()
+	e.cleanup = append(e.cleanup, e.srv.Close)
+	e.URL = e.srv.URL
+	e.client = &http.Client{Transport: &http.Transport{MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: time.Minute}}
+	e.cleanup = append(e.cleanup, e.client.CloseIdleConnections)
+}
+
+// HeaderFlag is a repeatable command-line flag of request headers, "Name: value" each.
+type HeaderFlag http.Header
+
+// String lists the headers.
+func (h HeaderFlag) String() string { return fmt.Sprint(http.Header(h)) }
+
+// Set adds one "Name: value".
+func (h HeaderFlag) Set(v string) error {
+	name, value, ok := strings.Cut(v, ":")
+	if !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("want 'Name: value', got %q", v)
+	}
+	http.Header(h).Add(strings.TrimSpace(name), strings.TrimSpace(value))
+	return nil
+}
+
+// Targets are the targets this harness measures, in the order tables show them: [Raw]
+// and [App] for an app of yours, else [Targets].
+func (e *Env) Targets() []Target {
+	if e.app.URL != "" {
+		return []Target{Raw, App}
+	}
+	return Targets
 }
 
 // New starts a harness. Close it when done.
@@ -147,12 +223,15 @@ func New(ctx context.Context, opts Options) (_ *Env, err error) {
 	if opts.SampleTime == 0 {
 		opts.SampleTime = 100 * time.Millisecond
 	}
-	e := &Env{Driver: opts.Driver, Deltas: opts.Deltas, pace: opts.Pace, sampleTime: opts.SampleTime}
+	e := &Env{Driver: opts.Driver, Deltas: opts.Deltas, pace: opts.Pace, sampleTime: opts.SampleTime, app: opts.App}
 	defer func() {
 		if err != nil {
 			e.Close()
 		}
 	}()
+	if e.app.URL != "" {
+		return e, e.startExternal(ctx)
+	}
 	d, err := e.openDriver(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -173,14 +252,7 @@ func New(ctx context.Context, opts Options) (_ *Env, err error) {
 	mux.HandleFunc("POST /raw/idle", e.serveRawIdle)
 	mux.Handle(unloggedPrefix+"/", http.StripPrefix(unloggedPrefix, e.Unlogged.Handler()))
 	mux.Handle("/", e.App.Handler())
-	e.mux = mux
-	e.srv = httptest.NewUnstartedServer(mux)
-	e.srv.Listener = countingListener{Listener: e.srv.Listener, writes: &e.writes}
-	e.srv.Start()
-	e.cleanup = append(e.cleanup, e.srv.Close)
-	e.URL = e.srv.URL
-	e.client = &http.Client{Transport: &http.Transport{MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: time.Minute}}
-	e.cleanup = append(e.cleanup, e.client.CloseIdleConnections)
+	e.serve(mux)
 	if err := e.capture(ctx); err != nil {
 		return nil, err
 	}
@@ -234,58 +306,86 @@ func (e *Env) startApp(ctx context.Context, opts Options) error {
 // unloggedPrefix is where the [Unlogged] target's app is served.
 const unloggedPrefix = "/unlogged"
 
-// openDriver opens the journal driver the options name, on a fresh database (a temp
-// SQLite file in WAL mode, or tables with a random prefix dropped at Close).
+// openDriver opens the journal driver the options name, closed at [Env.Close].
 func (e *Env) openDriver(ctx context.Context, opts Options) (journal.Driver, error) {
-	switch opts.Driver {
+	d, closeDriver, err := OpenDriver(ctx, opts.Driver, opts.PostgresDSN)
+	if err != nil {
+		return nil, err
+	}
+	e.cleanup = append(e.cleanup, closeDriver)
+	return d, nil
+}
+
+// OpenDriver opens the journal driver named driver ([Memory], [SQLite] or [Postgres]) on
+// a fresh database: a temp SQLite file in WAL mode with the pool capped at 4, as the
+// SQLite driver advises, or tables with a random prefix on the Postgres server of
+// postgresDSN (default $ENGINE_TEST_POSTGRES_DSN, else [ErrNoPostgres]). The function it
+// returns closes the driver and removes the file or drops the tables.
+func OpenDriver(ctx context.Context, driver, postgresDSN string) (_ journal.Driver, _ func(), err error) {
+	var cleanup []func()
+	closeDriver := func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeDriver()
+		}
+	}()
+	switch driver {
 	case Memory:
-		return memory.New(), nil
+		return memory.New(), closeDriver, nil
 	case SQLite:
 		dir, err := os.MkdirTemp("", "agentbench-")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		e.cleanup = append(e.cleanup, func() { _ = os.RemoveAll(dir) })
+		cleanup = append(cleanup, func() { _ = os.RemoveAll(dir) })
 		dsn := "file:" + filepath.Join(dir, "journal.db") +
 			"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 		sqldb, err := sql.Open("sqlite", dsn)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		sqldb.SetMaxOpenConns(4) // as journal/drivers/sqlite advises
 		sqldb.SetMaxIdleConns(4)
 		db := bun.NewDB(sqldb, sqlitedialect.New())
-		e.cleanup = append(e.cleanup, func() { _ = db.Close() })
-		return sqlite.New(db, sqlite.Options{})
+		cleanup = append(cleanup, func() { _ = db.Close() })
+		d, err := sqlite.New(db, sqlite.Options{})
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, closeDriver, nil
 	case Postgres:
-		dsn := opts.PostgresDSN
+		dsn := postgresDSN
 		if dsn == "" {
 			dsn = os.Getenv(PostgresEnv)
 		}
 		if dsn == "" {
-			return nil, ErrNoPostgres
+			return nil, nil, ErrNoPostgres
 		}
 		pool, err := pgxpool.New(ctx, dsn)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		db := bun.NewDB(stdlib.OpenDBFromPool(pool), pgdialect.New())
-		e.cleanup = append(e.cleanup, func() { _ = db.Close(); pool.Close() })
+		cleanup = append(cleanup, func() { _ = db.Close(); pool.Close() })
 		prefix := "agentbench_" + randomHex(4) + "_"
 		d, err := postgres.New(db, postgres.Options{TablePrefix: prefix,
 			Listener: func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, dsn) }})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		e.cleanup = append(e.cleanup, func() {
+		cleanup = append(cleanup, func() {
 			_ = d.Close()
 			for _, t := range d.Tables() {
 				_, _ = db.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+t)
 			}
 		})
-		return d, nil
+		return d, closeDriver, nil
 	}
-	return nil, fmt.Errorf("agentbench: unknown driver %q (memory, sqlite or postgres)", opts.Driver)
+	return nil, nil, fmt.Errorf("agentbench: unknown driver %q (memory, sqlite or postgres)", driver)
 }
 
 // ErrNoPostgres is returned by [New] for the Postgres driver without a DSN.

@@ -1,10 +1,15 @@
 package agentbench
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -29,13 +34,14 @@ type Sample struct {
 // over a longer sample each target pays for its own allocations. The order of targets
 // rotates with round so none always runs on a warmer or colder process.
 func (e *Env) Round(ctx context.Context, n, round int) ([]Sample, error) {
-	out := make([]Sample, len(Targets))
-	for k := range Targets {
-		i := (k + round) % len(Targets)
-		t := Targets[i]
+	targets := e.Targets()
+	out := make([]Sample, len(targets))
+	for k := range targets {
+		i := (k + round) % len(targets)
+		t := targets[i]
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		cpu0, w0 := cpuTime(), e.writes.Load()
+		cpu0, w0 := e.cpuTime(t), e.writes.Load()
 		var frames float64
 		var elapsed time.Duration
 		var runIDs []string
@@ -50,7 +56,7 @@ func (e *Env) Round(ctx context.Context, n, round int) ([]Sample, error) {
 				runIDs = b.RunIDs // the first batch's logs stand for the others
 			}
 		}
-		cpu1, w1 := cpuTime(), e.writes.Load()
+		cpu1, w1 := e.cpuTime(t), e.writes.Load()
 		runtime.ReadMemStats(&after)
 		s := Sample{
 			Target:         t,
@@ -92,14 +98,57 @@ func (e *Env) firstFrame(ctx context.Context, t Target, k int) (time.Duration, e
 	return MedianDuration(ds), nil
 }
 
-// cpuTime is the process's user plus system CPU time so far. CPU per frame does not
-// depend on what else the shared machine runs, unlike frames per second.
-func cpuTime() time.Duration {
+// cpuTime is the CPU time so far of what serves and reads t's streams: this process's
+// user plus system time, and for an app of yours its process's too (when its PID is
+// given). CPU per frame does not depend on what else the shared machine runs, unlike
+// frames per second.
+func (e *Env) cpuTime(t Target) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	if t == App && e.app.PID > 0 {
+		app, _, err := ProcessStat(e.app.PID)
+		if err == nil {
+			cpu += app
+		}
+	}
+	return cpu
+}
+
+// ProcessStat reads a process's CPU time (utime+stime of /proc/<pid>/stat, in clock
+// ticks of 1/100 s, Linux's USER_HZ) and resident memory (VmRSS of /proc/<pid>/status).
+func ProcessStat(pid int) (cpu time.Duration, rss uint64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, fmt.Errorf("agentbench: process %d: %w", pid, err)
+	}
+	// The command name (field 2) may hold spaces: the fields that follow start after its ')'.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	if len(f) < 13 {
+		return 0, 0, fmt.Errorf("agentbench: /proc/%d/stat: too few fields", pid)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
+	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, 0, fmt.Errorf("agentbench: /proc/%d/stat: %w", pid, err)
+	}
+	cpu = time.Duration(utime+stime) * (time.Second / 100)
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range strings.Lines(string(status)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				return 0, 0, fmt.Errorf("agentbench: VmRSS %q: %w", v, err)
+			}
+			return cpu, kb << 10, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("agentbench: /proc/%d/status has no VmRSS", pid)
 }
 
 // Summary is the median of every figure of a target over several rounds.
@@ -116,8 +165,9 @@ func Summarize(rounds [][]Sample) ([]Summary, error) {
 	if len(rounds) == 0 {
 		return nil, fmt.Errorf("agentbench: no rounds to summarize")
 	}
-	out := make([]Summary, len(Targets))
-	for i, t := range Targets {
+	out := make([]Summary, len(rounds[0]))
+	for i, first := range rounds[0] {
+		t := first.Target
 		var fps, allocs, bytes, rows, drows, xraw, xcpu, writes []float64
 		var first, cpu []time.Duration
 		for _, r := range rounds {

@@ -1,6 +1,7 @@
 // Package anthropictest is an in-process fake of the Anthropic Messages streaming API, for tests of code that talks
 // to Anthropic. It speaks the real wire format: `event:`/`data:` pairs message_start, content_block_start, ping,
-// content_block_delta (text_delta, input_json_delta), content_block_stop, message_delta and message_stop.
+// content_block_delta (text_delta, input_json_delta, thinking_delta, signature_delta), content_block_stop,
+// message_delta and message_stop, and it checks extended thinking as the API does.
 package anthropictest
 
 import (
@@ -13,6 +14,11 @@ import (
 
 // Turn scripts one response of the fake.
 type Turn struct {
+	// Thinking is streamed first, as a thinking block of thinking_delta events, word by word, signed (see
+	// [Signature]).
+	Thinking string
+	// RedactedThinking, when set, is the data of a redacted_thinking block streamed after the thinking.
+	RedactedThinking string
 	// Text is streamed as one text block of text_delta events, word by word.
 	Text string
 	// ToolCalls are streamed after the text, each as a tool_use block whose input arrives in input_json_delta
@@ -53,6 +59,7 @@ type Request struct {
 	Messages  []Message       `json:"messages"`
 	Tools     []Tool          `json:"tools"`
 	Stream    bool            `json:"stream"`
+	Thinking  *Thinking       `json:"thinking"`
 	// ToolChoice is the request's tool_choice, nil when absent.
 	ToolChoice *ToolChoice `json:"tool_choice"`
 	// OutputConfig is the request's output_config (structured outputs), nil when absent.
@@ -108,10 +115,13 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(raw.Content, &m.Content)
 }
 
-// Block is a content block of a request message (text, tool_use or tool_result).
+// Block is a content block of a request message (text, tool_use, tool_result, thinking or redacted_thinking).
 type Block struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text,omitempty"`
+	Thinking  string          `json:"thinking,omitempty"`
+	Signature string          `json:"signature,omitempty"`
+	Data      string          `json:"data,omitempty"`
 	ID        string          `json:"id,omitempty"`
 	Name      string          `json:"name,omitempty"`
 	Input     json.RawMessage `json:"input,omitempty"`
@@ -168,8 +178,8 @@ var vendor = wirefake.Vendor[Request, Turn]{
 		return n
 	},
 	Failure:    func(t Turn) (int, string) { return t.Status, t.ErrorMessage },
-	Delay:      func(t Turn) time.Duration { return t.Delay },
 	Check:      checkRequest,
+	Delay:      func(t Turn) time.Duration { return t.Delay },
 	Frames:     func(t Turn, req Request, n int) [][]byte { return events(t, req.Model, n) },
 	WriteError: writeError,
 }

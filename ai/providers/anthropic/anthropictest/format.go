@@ -10,7 +10,11 @@ import (
 // API would refuse: a tool_choice naming a tool the request does not offer, and an
 // output_config.format that is not {"type": "json_schema"} with an object schema whose
 // objects are all closed (additionalProperties: false), as structured outputs require.
+// Signed thinking blocks are checked too (checkThinking).
 func checkRequest(req Request) (int, string) {
+	if status, msg := checkThinking(req); status != 0 {
+		return status, msg
+	}
 	if c := req.ToolChoice; c != nil {
 		switch c.Type {
 		case "auto", "any", "none":

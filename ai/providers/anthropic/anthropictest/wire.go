@@ -113,7 +113,7 @@ func events(t Turn, model string, n int) [][]byte {
 	}
 	add("message_start", messageStart{Type: "message_start", Message: start})
 
-	index := 0
+	index := thinkingEvents(t, 0, add)
 	if t.Text != "" || t.ErrorMessage != "" {
 		add("content_block_start", blockStart{Type: "content_block_start", Index: index, ContentBlock: textBlock{Type: "text"}})
 		out = append(out, []byte("event: ping\ndata: {\"type\": \"ping\"}\n\n")) // Anthropic's own spacing

@@ -25,13 +25,13 @@ type Vendor[Req, Turn any] struct {
 	ContentType string
 	// Received fills a decoded request's raw body and header fields.
 	Received func(req *Req, body []byte, header http.Header)
-	// Check, when set, returns the HTTP status and message with which the real API
-	// refuses a malformed request (0: accepted). The request is recorded either way.
-	Check func(Req) (status int, message string)
 	// Assistants counts the assistant messages of a request: turn n answers n of them.
 	Assistants func(Req) int
 	// Failure returns an HTTP status and message to answer instead of a stream (0: stream).
 	Failure func(Turn) (status int, message string)
+	// Check, when set, refuses a request the vendor's API would refuse: an HTTP status
+	// (400) and message, or 0 to answer it.
+	Check func(Req) (status int, message string)
 	// Delay is waited before every frame.
 	Delay func(Turn) time.Duration
 	// Frames encodes the turn answering req, which holds n assistant messages.

@@ -14,6 +14,10 @@ import (
 
 // Turn scripts one response of the fake.
 type Turn struct {
+	// Reasoning is streamed first, word by word, in the delta member ReasoningField names.
+	Reasoning string
+	// ReasoningField is the delta member reasoning travels in: "reasoning_content" (the default) or "reasoning".
+	ReasoningField string
 	// Text is streamed as content deltas, word by word.
 	Text string
 	// ToolCalls are streamed after the text, each as a head chunk (index, id, type, name) then its arguments split
@@ -45,7 +49,10 @@ type ToolCall struct {
 // OpenAI-compatible servers add.
 type Usage struct {
 	PromptTokens, CompletionTokens int64
-	Cost                           *float64
+	// ReasoningTokens, when not zero, is sent as completion_tokens_details.reasoning_tokens (part of the completion
+	// tokens).
+	ReasoningTokens int64
+	Cost            *float64
 }
 
 // Request is a chat-completions request as the fake decoded it.
@@ -57,6 +64,7 @@ type Request struct {
 	StreamOptions       *StreamOptions `json:"stream_options"`
 	MaxTokens           *int64         `json:"max_tokens"`
 	MaxCompletionTokens *int64         `json:"max_completion_tokens"`
+	ReasoningEffort     string         `json:"reasoning_effort"`
 	// ResponseFormat is the requested response format (structured output), nil when
 	// the request has none.
 	ResponseFormat *ResponseFormat `json:"response_format"`

@@ -29,9 +29,11 @@ type choice struct {
 }
 
 type delta struct {
-	Role      string          `json:"role,omitempty"`
-	Content   *string         `json:"content,omitempty"`
-	ToolCalls []toolCallDelta `json:"tool_calls,omitempty"`
+	Role             string          `json:"role,omitempty"`
+	Content          *string         `json:"content,omitempty"`
+	ReasoningContent *string         `json:"reasoning_content,omitempty"`
+	Reasoning        *string         `json:"reasoning,omitempty"`
+	ToolCalls        []toolCallDelta `json:"tool_calls,omitempty"`
 }
 
 type toolCallDelta struct {
@@ -47,10 +49,15 @@ type functionDelta struct {
 }
 
 type usage struct {
-	PromptTokens     int64    `json:"prompt_tokens"`
-	CompletionTokens int64    `json:"completion_tokens"`
-	TotalTokens      int64    `json:"total_tokens"`
-	Cost             *float64 `json:"cost,omitempty"`
+	PromptTokens            int64          `json:"prompt_tokens"`
+	CompletionTokens        int64          `json:"completion_tokens"`
+	TotalTokens             int64          `json:"total_tokens"`
+	CompletionTokensDetails *tokensDetails `json:"completion_tokens_details,omitempty"`
+	Cost                    *float64       `json:"cost,omitempty"`
+}
+
+type tokensDetails struct {
+	ReasoningTokens int64 `json:"reasoning_tokens"`
 }
 
 // created is a fixed timestamp so transcripts are reproducible.
@@ -70,6 +77,15 @@ func frames(t Turn, model string, n int, includeUsage bool) [][]byte {
 	}
 	empty := ""
 	out := [][]byte{data(mk(delta{Role: "assistant", Content: &empty}, nil))}
+	if t.Reasoning != "" {
+		for _, w := range strings.SplitAfter(t.Reasoning, " ") {
+			d := delta{ReasoningContent: &w}
+			if t.ReasoningField == "reasoning" {
+				d = delta{Reasoning: &w}
+			}
+			out = append(out, data(mk(d, nil)))
+		}
+	}
 	if t.Text != "" {
 		for _, w := range strings.SplitAfter(t.Text, " ") {
 			out = append(out, data(mk(delta{Content: &w}, nil)))
@@ -100,8 +116,12 @@ func frames(t Turn, model string, n int, includeUsage bool) [][]byte {
 	out = append(out, data(mk(delta{}, &finish)))
 	if includeUsage && t.Usage != nil {
 		u := t.Usage
-		b, _ := json.Marshal(usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
-			TotalTokens: u.PromptTokens + u.CompletionTokens, Cost: u.Cost})
+		wire := usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
+			TotalTokens: u.PromptTokens + u.CompletionTokens, Cost: u.Cost}
+		if u.ReasoningTokens != 0 {
+			wire.CompletionTokensDetails = &tokensDetails{ReasoningTokens: u.ReasoningTokens}
+		}
+		b, _ := json.Marshal(wire)
 		out = append(out, data(chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
 			Choices: []choice{}, Usage: b}))
 	}

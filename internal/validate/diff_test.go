@@ -1,4 +1,4 @@
-package engine
+package validate
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 )
 
 // The differential tests hold the new validator against two others on generated
-// schemas and instances:
+// schemas and instances, and its fast path (Accepts) against it (checkAccepts):
 //
 //   - legacyValidate, the hand-written validator it replaced (kept here as the record of
 //     the old behaviour), on the keywords that one knew: every issue, path and message
@@ -28,12 +28,12 @@ import (
 
 // legacyValidate is the former validateValue, unchanged but for its name: it checked a
 // subset of JSON Schema and skipped other keywords silently.
-func legacyValidate(s *jsonschema.Schema, v any, path string, issues *[]ValidationIssue) {
+func legacyValidate(s *jsonschema.Schema, v any, path string, issues *[]Issue) {
 	if s == nil || len(*issues) >= 50 {
 		return
 	}
 	add := func(format string, args ...any) {
-		*issues = append(*issues, ValidationIssue{Path: path, Message: fmt.Sprintf(format, args...)})
+		*issues = append(*issues, Issue{Path: path, Message: fmt.Sprintf(format, args...)})
 	}
 	got := legacyJSONTypeOf(v)
 	if s.Type != "" || len(s.Types) > 0 {
@@ -83,7 +83,7 @@ func legacyValidate(s *jsonschema.Schema, v any, path string, issues *[]Validati
 	case map[string]any:
 		for _, name := range s.Required {
 			if _, ok := val[name]; !ok {
-				*issues = append(*issues, ValidationIssue{Path: join(path, name), Message: "required"})
+				*issues = append(*issues, Issue{Path: join(path, name), Message: "required"})
 			}
 		}
 		keys := make([]string, 0, len(val))
@@ -99,6 +99,13 @@ func legacyValidate(s *jsonschema.Schema, v any, path string, issues *[]Validati
 			}
 		}
 	}
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
 }
 
 func legacyJSONTypeOf(v any) string {
@@ -418,14 +425,14 @@ func decodeBoth(raw []byte) (withNumbers, withFloats any, err error) {
 
 // normal puts issues in one order and words the enum message one way, for comparing the
 // legacy validator's issues with the new ones.
-func normal(list []ValidationIssue) []ValidationIssue {
+func normal(list []Issue) []Issue {
 	out := slices.Clone(list)
 	for i := range out {
 		if strings.HasPrefix(out[i].Message, "must be one of ") {
 			out[i].Message = "must be one of …"
 		}
 	}
-	slices.SortFunc(out, func(a, b ValidationIssue) int {
+	slices.SortFunc(out, func(a, b Issue) int {
 		return strings.Compare(a.Path+"\x00"+a.Message, b.Path+"\x00"+b.Message)
 	})
 	return out
@@ -457,13 +464,13 @@ func simpleNumbers(v any) bool {
 // checkInvariants holds for any schema and instance: at most maxIssues issues, the same
 // ones on a second run, and each on a field the instance has (or, for a missing or
 // unknown member, on a member of an object it has).
-func checkInvariants(t *testing.T, iv *inputValidator, inst any, raw []byte) []ValidationIssue {
+func checkInvariants(t *testing.T, iv *Validator, inst any, raw []byte) []Issue {
 	t.Helper()
-	got := iv.validate(inst)
+	got := iv.Validate(inst)
 	if len(got) > maxIssues {
 		t.Fatalf("%s: %d issues", raw, len(got))
 	}
-	if again := iv.validate(inst); !reflect.DeepEqual(got, again) {
+	if again := iv.Validate(inst); !reflect.DeepEqual(got, again) {
 		t.Fatalf("%s: issues differ between runs:\n%+v\n%+v", raw, got, again)
 	}
 	if !plainKeys(inst) {
@@ -556,7 +563,7 @@ func TestValidateDifferential(t *testing.T) {
 		valid, invalid := 0, 0
 		for i := range 3000 {
 			s := g.root()
-			iv, err := compileInput("diff.case", s)
+			iv, err := Compile(s)
 			if err != nil {
 				t.Fatalf("case %d: %v", i, err)
 			}
@@ -570,13 +577,14 @@ func TestValidateDifferential(t *testing.T) {
 			}
 			schemaText, _ := json.Marshal(s)
 			got := checkInvariants(t, iv, inst, raw)
+			checkAccepts(t, iv, raw, got)
 			if len(got) == 0 {
 				valid++
 			} else {
 				invalid++
 			}
 			if legacy {
-				var old []ValidationIssue
+				var old []Issue
 				legacyValidate(s, inst, "", &old)
 				if !reflect.DeepEqual(normal(got), normal(old)) {
 					t.Errorf("case %d: schema %s\ninput %s\nissues %+v\nlegacy %+v", i, schemaText, raw, got, old)
@@ -608,7 +616,7 @@ func FuzzInputValidation(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, raw []byte) {
 		g := &gen{r: rand.New(rand.NewPCG(seed, seed>>7)), legacy: seed%2 == 0}
 		s := g.root()
-		iv, err := compileInput("fuzz.case", s)
+		iv, err := Compile(s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -617,7 +625,8 @@ func FuzzInputValidation(f *testing.F) {
 			return
 		}
 		got := checkInvariants(t, iv, inst, raw)
-		if !simpleNumbers(floats) || slices.ContainsFunc(got, func(is ValidationIssue) bool { return is.Message == "number out of range" }) {
+		checkAccepts(t, iv, raw, got)
+		if !simpleNumbers(floats) || slices.ContainsFunc(got, func(is Issue) bool { return is.Message == "number out of range" }) {
 			return // where float64 and exact arithmetic differ, or numbers refused on purpose
 		}
 		rs, err := s.Resolve(nil)
@@ -633,9 +642,9 @@ func FuzzInputValidation(f *testing.F) {
 			// a float64 round trip yields, as both sides then see the same number.
 			canon, _ := json.Marshal(floats)
 			inst, _, _ := decodeBoth(canon)
-			var old []ValidationIssue
+			var old []Issue
 			legacyValidate(s, inst, "", &old)
-			if got := iv.validate(inst); len(old) < maxIssues && !reflect.DeepEqual(normal(got), normal(old)) {
+			if got := iv.Validate(inst); len(old) < maxIssues && !reflect.DeepEqual(normal(got), normal(old)) {
 				t.Fatalf("schema %s\ninput %s\nissues %+v\nlegacy %+v", schemaText, canon, got, old)
 			}
 		}

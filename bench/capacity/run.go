@@ -1,0 +1,310 @@
+package capacity
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bbc28f59/engine/bench/internal/agentbench"
+	"github.com/bbc28f59/engine/internal/testenv"
+)
+
+// Targets are the repository's own targets, in the order tables show them: the raw SSE
+// handler, the engine with no journal (so no event log), and each journal driver with
+// the chat flow plain and durable.
+var Targets = []string{"raw", "none", "memory", "memory-durable", "sqlite", "sqlite-durable", "postgres", "postgres-durable"}
+
+// ServerConfigOf returns the server of a target named in [Targets].
+func ServerConfigOf(target string) (ServerConfig, error) {
+	switch target {
+	case "raw":
+		return ServerConfig{Raw: true}, nil
+	case "none":
+		return ServerConfig{}, nil
+	}
+	driver, durable := strings.CutSuffix(target, "-durable")
+	switch driver {
+	case agentbench.Memory, agentbench.SQLite, agentbench.Postgres:
+		return ServerConfig{Journal: driver, Durable: durable}, nil
+	}
+	return ServerConfig{}, fmt.Errorf("capacity: unknown target %q (want one of %s)", target, strings.Join(Targets, ", "))
+}
+
+// Options configure [Run].
+type Options struct {
+	// Targets to measure, from [Targets]. Default all.
+	Targets []string
+	// Endpoint, when its URL is set, is measured instead of the repository's targets: an
+	// app of yours, already running. PID, when set, is its process, for CPU and memory.
+	Endpoint Endpoint
+	PID      int
+	// Ramp configures every ramp.
+	Ramp RampOptions
+	// Idle is the number of idle streams opened per target. Default 2000; negative skips.
+	Idle int
+	// PostgresDSN is the server of the Postgres targets; default $ENGINE_TEST_POSTGRES_DSN.
+	// Each target gets a database of its own there, dropped afterwards.
+	PostgresDSN string
+	// Server is the executable started as each target's server; it must call
+	// [MaybeServe] first thing. Default: this process's own executable.
+	Server string
+	// SlowToken is passed to the raw target's server ([ServerConfig.SlowToken]).
+	SlowToken time.Duration
+	// Progress, when set, receives a line per step.
+	Progress func(target, line string)
+}
+
+// Result is one target's figures, or why it has none.
+type Result struct {
+	Target  string `json:"target"`
+	Ramp    *Ramp  `json:"ramp,omitempty"`
+	Idle    *Idle  `json:"idle,omitempty"`
+	Commits string `json:"commits,omitempty"` // what the commit figure counts
+	// Error says why the target could not be measured; a target with an error has no
+	// figures. IdleError is the same for the idle end alone.
+	Error     string `json:"error,omitempty"`
+	IdleError string `json:"idleError,omitempty"`
+}
+
+// Report is a capacity run.
+type Report struct {
+	Label      string        `json:"label,omitempty"` // what was measured, e.g. a commit
+	Started    time.Time     `json:"started"`
+	Elapsed    time.Duration `json:"elapsedNs"`
+	Go         string        `json:"go"`
+	CPUs       int           `json:"cpus"`
+	LoadBefore float64       `json:"loadBefore"`
+	LoadAfter  float64       `json:"loadAfter"`
+	// Nice is the scheduling niceness of the benchmark's autogroup (Linux groups a
+	// session's processes; the target servers are in the load client's), as set with
+	// [SetPriority]: against neighbours in other sessions only the group's niceness counts.
+	Nice      int           `json:"nice"`
+	Pace      Pace          `json:"pace"`
+	ToolShare float64       `json:"toolShare"`
+	Threshold time.Duration `json:"thresholdNs"`
+	Results   []Result      `json:"results"`
+}
+
+// Run measures every target in turn, each on a fresh server process (and a fresh one
+// again for its idle end, so the ramp's heap does not hide the idle streams' growth). A
+// target that cannot be measured gets an error in its result and the run goes on; Run
+// itself fails only on bad options or when ctx ends.
+func Run(ctx context.Context, opts Options) (Report, error) {
+	if err := opts.Ramp.defaults(); err != nil {
+		return Report{}, err
+	}
+	if opts.Idle == 0 {
+		opts.Idle = 2000
+	}
+	if opts.Endpoint.URL == "" {
+		if len(opts.Targets) == 0 {
+			opts.Targets = Targets
+		}
+		for _, t := range opts.Targets {
+			if _, err := ServerConfigOf(t); err != nil {
+				return Report{}, err
+			}
+		}
+		if opts.Server == "" {
+			exe, err := os.Executable()
+			if err != nil {
+				return Report{}, err
+			}
+			opts.Server = exe
+		}
+	} else if err := opts.Endpoint.defaults(); err != nil {
+		return Report{}, err
+	}
+	if opts.PostgresDSN == "" {
+		opts.PostgresDSN = os.Getenv(agentbench.PostgresEnv)
+	}
+	progress := opts.Progress
+	if progress == nil {
+		progress = func(string, string) {}
+	}
+	rep := Report{Started: time.Now(), Go: runtime.Version(), CPUs: runtime.NumCPU(), LoadBefore: LoadAverage(), Nice: niceness(),
+		Pace: opts.Ramp.Pace, ToolShare: max(0, opts.Ramp.ToolShare), Threshold: opts.Ramp.Threshold}
+	if opts.Endpoint.URL != "" {
+		rep.Results = append(rep.Results, runEndpoint(ctx, opts, progress))
+	}
+	for _, t := range opts.Targets {
+		if opts.Endpoint.URL != "" {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		rep.Results = append(rep.Results, runTarget(ctx, opts, t, progress))
+	}
+	rep.Elapsed, rep.LoadAfter = time.Since(rep.Started), LoadAverage()
+	return rep, ctx.Err()
+}
+
+// niceness is the nice value of this process's autogroup (/proc/self/autogroup), or of
+// the process where autogroups are off.
+func niceness() int {
+	if b, err := os.ReadFile("/proc/self/autogroup"); err == nil {
+		if _, v, ok := strings.Cut(strings.TrimSpace(string(b)), " nice "); ok {
+			if n, err := strconv.Atoi(v); err == nil {
+				return n
+			}
+		}
+	}
+	prio, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
+	if err != nil {
+		return 0
+	}
+	return 20 - prio // the kernel's getpriority returns 20 − nice
+}
+
+// SetPriority sets the niceness of this process's autogroup (on Linux, the scheduler
+// shares the CPU between sessions first, so a process's own nice value does not count
+// against a neighbour's build in another session) and of the process. The target
+// servers started afterwards are in the same group. A negative value needs root.
+func SetPriority(nice int) error {
+	if err := os.WriteFile("/proc/self/autogroup", []byte(strconv.Itoa(nice)), 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("capacity: setting the autogroup's nice to %d: %w", nice, err)
+	}
+	if err := syscall.Setpriority(syscall.PRIO_PROCESS, 0, nice); err != nil {
+		return fmt.Errorf("capacity: setting the nice value to %d: %w", nice, err)
+	}
+	return nil
+}
+
+// runEndpoint measures an app of the user's.
+func runEndpoint(ctx context.Context, opts Options, progress func(string, string)) Result {
+	name := opts.Endpoint.URL
+	res := Result{Target: name}
+	probe := Probe{PID: opts.PID}
+	ramp, err := RunRamp(ctx, opts.Endpoint, probe, withProgress(opts.Ramp, name, progress))
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.Ramp = &ramp
+	if opts.Idle > 0 {
+		progress(name, fmt.Sprintf("opening %d idle streams", opts.Idle))
+		idle, err := IdleStreams(ctx, opts.Endpoint, probe, opts.Idle)
+		if err != nil {
+			res.IdleError = err.Error()
+		} else {
+			res.Idle = &idle
+		}
+	}
+	return res
+}
+
+// runTarget measures one of the repository's targets on servers of its own.
+func runTarget(ctx context.Context, opts Options, target string, progress func(string, string)) Result {
+	res := Result{Target: target}
+	cfg, _ := ServerConfigOf(target)
+	if cfg.Raw {
+		cfg.SlowToken = opts.SlowToken
+	}
+	probe := Probe{SQLite: cfg.Journal == agentbench.SQLite}
+	if cfg.Journal == agentbench.Postgres {
+		if opts.PostgresDSN == "" {
+			res.Error = agentbench.ErrNoPostgres.Error()
+			return res
+		}
+		dsn, db, drop, err := newDatabase(ctx, opts.PostgresDSN)
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		defer drop()
+		cfg.PostgresDSN, probe.PostgresDSN, probe.Database = dsn, opts.PostgresDSN, db
+	}
+	res.Commits = probe.Commits()
+	start := func() (*testenv.Process, Endpoint, Probe, error) {
+		spec, _ := json.Marshal(cfg)
+		proc, err := testenv.Start(opts.Server, testenv.ProcessOptions{Env: []string{ServerEnv + "=" + string(spec)}, Ready: 2 * time.Minute})
+		if err != nil {
+			return nil, Endpoint{}, Probe{}, fmt.Errorf("capacity: starting the %s server: %w", target, err)
+		}
+		p := probe
+		p.PID, p.StatsURL = proc.Pid(), proc.URL+StatsPath
+		return proc, Endpoint{URL: proc.URL + ChatPath}, p, nil
+	}
+	progress(target, "starting its server")
+	proc, ep, p, err := start()
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	ramp, err := RunRamp(ctx, ep, p, withProgress(opts.Ramp, target, progress))
+	proc.Stop(10 * time.Second)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.Ramp = &ramp
+	if opts.Idle < 0 {
+		return res
+	}
+	progress(target, fmt.Sprintf("opening %d idle streams on a fresh server", opts.Idle))
+	proc, ep, p, err = start()
+	if err != nil {
+		res.IdleError = err.Error()
+		return res
+	}
+	defer proc.Stop(10 * time.Second)
+	idle, err := IdleStreams(ctx, ep, p, opts.Idle)
+	if err != nil {
+		res.IdleError = err.Error()
+		return res
+	}
+	res.Idle = &idle
+	return res
+}
+
+func withProgress(o RampOptions, target string, progress func(string, string)) RampOptions {
+	o.Progress = func(l Level) {
+		verdict := "held"
+		if !l.OK {
+			verdict = "did not hold"
+		}
+		progress(target, fmt.Sprintf("%d conversations: %.0f tokens/s, delay p99 %s ms, %d errors, server %s cores: %s",
+			l.Conversations, float64(l.TokensPerSec), show(l.DelayP99, 1), l.Errors, show(l.ServerCores, 2), verdict))
+	}
+	return o
+}
+
+// newDatabase creates a database of its own on the server of dsn and returns its DSN, its
+// name, and a function that drops it (ending any connection left to it).
+func newDatabase(ctx context.Context, dsn string) (string, string, func(), error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("capacity: connecting to Postgres: %w", err)
+	}
+	defer conn.Close(ctx)
+	name := "capacity_" + testenv.RandomHex(4)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", "", nil, fmt.Errorf("capacity: creating a database of the target's own: %w", err)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", "", nil, err
+	}
+	u.Path = "/" + name
+	drop := func() {
+		c, err := pgx.Connect(context.Background(), dsn)
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	}
+	return u.String(), name, drop, nil
+}

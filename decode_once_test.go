@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/bbc28f59/engine/internal/validate"
+)
+
+// onceIn has a field of each kind a flow input commonly has.
+type onceIn struct {
+	Name  string         `json:"name"`
+	Count int8           `json:"count"`
+	Ratio float64        `json:"ratio"`
+	Size  uint           `json:"size,omitempty"`
+	Tags  []string       `json:"tags,omitempty"`
+	Meta  map[string]int `json:"meta,omitempty"`
+	Inner *struct {
+		X uint16 `json:"x"`
+	} `json:"inner,omitempty"`
+	Any  any  `json:"any,omitempty"`
+	Flag bool `json:"flag"`
+}
+
+// FuzzDecodeOnce holds decodeInput, which decodes an input the validator accepts once,
+// straight into the Go type, to decodeChecked, which always decodes twice and validates
+// in between: the same value or the same error, for any bytes. The flows are an inferred
+// schema alone and the same schema refined with keywords the fast path reads.
+func FuzzDecodeOnce(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"a","count":1,"ratio":1.5,"flag":true}`,
+		`{"name":"ab","count":-128,"ratio":0,"flag":false,"size":3,"tags":["x"],"meta":{"k":1},"inner":{"x":65535},"any":[1,{"a":null}]}`,
+		`{"name":"a","count":128,"ratio":1,"flag":true}`,
+		`{"Name":"a","count":1,"ratio":1,"flag":true}`,
+		`{"name":"a","count":1.0,"ratio":1e400,"flag":true}`,
+		`{"name":"a","count":1,"ratio":1,"flag":true,"extra":1}`,
+		`{"name":"\u00e9","count":1,"ratio":1,"flag":true,"name":"b"}`,
+		`{"name":null,"count":1,"ratio":1,"flag":true}`,
+		`{"name":"a","count":1,"ratio":1,"flag":true} x`,
+		`{"name":"a","count":1,"ratio":1,"flag":true,"inner":{"x":-1}}`,
+		`{"name":"a","count":1,"ratio":1,"flag":true,"size":2.0}`,
+		`[]`, `null`, ``, `{`,
+	} {
+		f.Add([]byte(s))
+	}
+	plain := onceFlow(f, nil)
+	refined := onceFlow(f, func(s *jsonschema.Schema) {
+		s.Properties["name"].MinLength = new(2)
+		s.Properties["name"].Pattern = "^[a-zé]+$"
+		s.Properties["ratio"].ExclusiveMaximum = new(10.0)
+		s.Properties["ratio"].MultipleOf = new(0.5)
+		s.Properties["tags"].Items.Enum = []any{"x", "y"}
+	})
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		for _, fl := range []*onceFlowCase{plain, refined} {
+			var once, twice onceIn
+			errOnce := decodeInput(raw, &once, fl.def, fl.check)
+			errTwice := decodeChecked(inputOrEmpty(raw, fl.def), &twice, fl.check)
+			if (errOnce == nil) != (errTwice == nil) || errOnce != nil && !reflect.DeepEqual(AsError(errOnce), AsError(errTwice)) {
+				t.Fatalf("%s: decodeInput: %v\ndecodeChecked: %v", raw, errOnce, errTwice)
+			}
+			if errOnce == nil && !reflect.DeepEqual(once, twice) {
+				t.Fatalf("%s: decodeInput: %+v\ndecodeChecked: %+v", raw, once, twice)
+			}
+		}
+	})
+}
+
+type onceFlowCase struct {
+	def   *FlowDef
+	check *validate.Validator
+}
+
+func onceFlow(tb testing.TB, refine func(*jsonschema.Schema)) *onceFlowCase {
+	tb.Helper()
+	s, err := schemaFor(reflect.TypeFor[onceIn]())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if refine != nil {
+		refine(s)
+	}
+	def := &FlowDef{unit: "once", name: "flow", inSchema: s}
+	check, err := compileInput(def.ID(), s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &onceFlowCase{def: def, check: check}
+}
+
+// TestAppendString holds appendString to json.Marshal, escapes and all.
+func TestAppendString(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"", "id", "a b", `say "hi"`, `back\slash`, "<b>&amp;</b>", "tab\there", "\x00\x1f\x7f",
+		"héllo", "\u2028\u2029", "bad \xff utf-8", "~"} {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Errorf("appendString(%q) = %s, want x%s", s, got, want)
+		}
+	}
+}
