@@ -27,10 +27,11 @@ var (
 	codeSpan   = regexp.MustCompile("`+[^`]*`+")
 	inlineLink = regexp.MustCompile(`!?\[[^\]]*\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)`)
 	heading    = regexp.MustCompile(`^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$`)
+	definition = regexp.MustCompile(`^\s{0,3}\[[^\]]+\]:\s*<?([^\s>]+)>?`)
 )
 
-// Links returns the inline links of a Markdown document, outside fenced code blocks and
-// code spans.
+// Links returns the inline links and link reference definitions of a Markdown document,
+// outside fenced code blocks and code spans.
 func Links(doc string) []Link {
 	var links []Link
 	inFence := false
@@ -40,6 +41,10 @@ func Links(doc string) []Link {
 			continue
 		}
 		if inFence {
+			continue
+		}
+		if m := definition.FindStringSubmatch(line); m != nil {
+			links = append(links, Link{Line: i + 1, Target: m[1]})
 			continue
 		}
 		line = codeSpan.ReplaceAllString(line, "")

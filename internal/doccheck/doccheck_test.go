@@ -126,9 +126,10 @@ func TestLinks(t *testing.T) {
 		"[inside a fence](y.md)",
 		"```",
 		"[abs](https://example.com/x) [here](#local)",
+		"[ref]: ../LICENSE \"the licence\"",
 	}, "\n")
 	got := Links(doc)
-	want := []Link{{1, "docs/a.md#one"}, {1, "fig.png"}, {6, "https://example.com/x"}, {6, "#local"}}
+	want := []Link{{1, "docs/a.md#one"}, {1, "fig.png"}, {6, "https://example.com/x"}, {6, "#local"}, {7, "../LICENSE"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Links:\n got %v\nwant %v", got, want)
 	}
