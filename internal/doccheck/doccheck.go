@@ -1,8 +1,9 @@
 // Package doccheck checks the repository's documents: every relative link in the README,
 // the guides under docs/ and the other top-level documents names a file that exists (and,
-// for a link with a #fragment into a Markdown file, a heading in it), and the README stays
-// short enough to be read as an on-ramp. Its test runs with go test ./...; this file holds
-// the Markdown reading the test relies on.
+// for a link with a #fragment into a Markdown file, a heading in it), every guide under
+// docs/ is linked from the README's map, the README's Go example builds, and the README
+// stays short enough to be read as an on-ramp. Its tests run with go test ./...; this file
+// holds the Markdown reading they rely on.
 package doccheck
 
 import (

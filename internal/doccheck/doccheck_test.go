@@ -160,3 +160,33 @@ func TestAnchors(t *testing.T) {
 		t.Errorf("Anchors:\n got %v\nwant %v", got, want)
 	}
 }
+
+// TestEveryGuideInTheReadmeMap checks that each guide under docs/ is linked from the
+// README, whose map is how a reader finds them.
+func TestEveryGuideInTheReadmeMap(t *testing.T) {
+	t.Parallel()
+	root := repoRoot(t)
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked := map[string]bool{}
+	for _, l := range Links(string(b)) {
+		if u, err := url.Parse(l.Target); err == nil && u.Scheme == "" {
+			linked[filepath.Clean(filepath.FromSlash(u.Path))] = true
+		}
+	}
+	guides, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(guides) == 0 {
+		t.Fatal("no guides under docs/")
+	}
+	for _, g := range guides {
+		rel, _ := filepath.Rel(root, g)
+		if !linked[rel] {
+			t.Errorf("%s is not linked from README.md: add it to the documentation map", filepath.ToSlash(rel))
+		}
+	}
+}
