@@ -75,3 +75,25 @@ func TestExtensionsUseOnlyThePublicSeam(t *testing.T) {
 	}
 	t.Logf("%d packages that import engine checked against the root's internal packages %v", checked, rootInternal)
 }
+
+// TestRootTestsLinkNoDatabase keeps the root package's tests off the SQL drivers: `go mod
+// tidy` in a module that imports only the root records the modules its tests need, so a
+// database driver there would be downloaded by every such module (CONTRIBUTING.md,
+// "Module layout").
+func TestRootTestsLinkNoDatabase(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("skipped: no go command on PATH to list the root's test dependencies (%v)", err)
+	}
+	out, err := exec.Command(goCmd, "list", "-deps", "-test", root).Output()
+	if err != nil {
+		t.Fatalf("go list -deps -test %s: %v", root, err)
+	}
+	for dep := range strings.FieldsSeq(string(out)) {
+		for _, banned := range []string{"github.com/uptrace/bun", "github.com/jackc/pgx", "modernc.org/sqlite", root + "/journal"} {
+			if dep == banned || strings.HasPrefix(dep, banned+"/") {
+				t.Errorf("the root package's tests link %s; keep database set-up out of them (use internal/testauth for auth fakes)", dep)
+			}
+		}
+	}
+}

@@ -1,4 +1,7 @@
-package testenv
+// Package testauth holds the bearer-token fakes that tests of any package use: an
+// authenticator and a client token a test controls. It imports no database code, so the
+// root package's tests (and the modules of those who import the root) need no driver.
+package testauth
 
 import (
 	"context"
