@@ -172,6 +172,11 @@ func (o offloaded) AppendEvents(ctx context.Context, f *Fence, a Append) error {
 	return off0(func() error { return o.d.AppendEvents(ctx, f, a) })
 }
 
+func (o offloaded) AppendBatch(ctx context.Context, batch []FencedAppend) []error {
+	errs, _ := off(func() ([]error, error) { return o.d.AppendBatch(ctx, batch), nil })
+	return errs
+}
+
 func (o offloaded) ReadEvents(ctx context.Context, streamID string, after int64, limit int) ([]EventRow, error) {
 	return off(func() ([]EventRow, error) { return o.d.ReadEvents(ctx, streamID, after, limit) })
 }

@@ -9,6 +9,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,7 +68,7 @@ func New(db *bun.DB, opts Options) (*Driver, error) {
 	}
 	d := &Driver{db: db, opts: opts, channel: opts.TablePrefix + "events"}
 	st, err := sqlstore.New(db, opts.TablePrefix, sqlstore.Dialect{
-		LockShare: " FOR SHARE", LockUpdate: " FOR UPDATE", Dollar: true, Caps: caps, AfterCommit: d.notify,
+		LockShare: " FOR SHARE", LockUpdate: " FOR UPDATE", Dollar: true, Caps: caps, AfterCommit: d.notify, NotifyBatch: d.notifyBatch,
 	})
 	if err != nil {
 		return nil, err
@@ -83,6 +84,37 @@ func (d *Driver) notify(ctx context.Context, streamID string) {
 		return
 	}
 	_, _ = d.db.DB.ExecContext(ctx, `SELECT pg_notify($1, $2)`, d.channel, streamID)
+}
+
+// notifyBatch queues, inside a batched append's transaction, one notification per
+// stream, sent when it commits: one statement, the ids as one text array.
+func (d *Driver) notifyBatch(ctx context.Context, tx sqlstore.Execer, ids []string) error {
+	if d.opts.Listener == nil {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `SELECT pg_notify(?, x) FROM unnest(CAST(? AS TEXT[])) AS x`, d.channel, textArray(ids))
+	return err
+}
+
+// textArray writes ss as a Postgres array literal, every element quoted.
+func textArray(ss []string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, s := range ss {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		for _, r := range s {
+			if r == '"' || r == '\\' {
+				b.WriteByte('\\')
+			}
+			b.WriteRune(r)
+		}
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 // reconcile runs the listener while anyone is subscribed, and stops it one PollInterval

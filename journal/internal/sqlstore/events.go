@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -154,18 +155,8 @@ func (s *Store) appendTx(ctx context.Context, tx *txq, f *journal.Fence, a journ
 			}
 		}
 	}
-	base := last
-	if len(rows) > 0 && rows[0].Seq == reserved+1 && reserved > last {
-		base = reserved // a writer continuing after one that died: past its reservation
-	}
-	for i, r := range rows {
-		want := base + int64(i) + 1
-		if r.Seq < want {
-			return 0, journal.ErrSeqExists
-		}
-		if r.Seq > want {
-			return 0, journal.ErrSeqGap
-		}
+	if err := checkSeqs(rows, last, reserved); err != nil {
+		return 0, err
 	}
 	if a.Reserve != reserved && a.Reserve != keepReservation {
 		if _, err := tx.ExecContext(ctx, `UPDATE `+s.streams+` SET reserved = ? WHERE id = ?`, a.Reserve, streamID); err != nil {
@@ -175,45 +166,74 @@ func (s *Store) appendTx(ctx context.Context, tx *txq, f *journal.Fence, a journ
 	if len(rows) == 0 {
 		return last, nil
 	}
-	last = rows[len(rows)-1].Seq
+	if err := s.insertEvents(ctx, tx, []storedAppend{{streamID, rows}}); err != nil {
+		return 0, err
+	}
+	return rows[len(rows)-1].Seq, nil
+}
+
+// storedAppend is rows of one stream to insert.
+type storedAppend struct {
+	streamID string
+	rows     []journal.EventRow
+}
+
+// insertEvents inserts the rows of every append inside tx; ErrSeqExists when any of
+// them is already stored (the caller then undoes the transaction).
+func (s *Store) insertEvents(ctx context.Context, tx *txq, as []storedAppend) error {
+	const insert = `INSERT INTO %s (stream_id, seq, event) VALUES %s ON CONFLICT (stream_id, seq) DO NOTHING`
 	if s.dia.Prepare {
 		// Where statements are parsed locally and run without a round trip (SQLite),
 		// one prepared single-row INSERT per row is cheapest.
-		insert := `INSERT INTO ` + s.events + ` (stream_id, seq, event) VALUES (?,?,?) ON CONFLICT (stream_id, seq) DO NOTHING`
-		st := tx.stmt(ctx, insert) // bound to the transaction once, not per row
-		for _, r := range rows {
-			var res sql.Result
-			var err error
-			if st != nil {
-				res, err = st.ExecContext(ctx, streamID, r.Seq, string(r.Event))
-			} else {
-				res, err = tx.ExecContext(ctx, insert, streamID, r.Seq, string(r.Event))
-			}
-			if err != nil {
-				return 0, err
-			}
-			if n, _ := res.RowsAffected(); n != 1 {
-				return 0, journal.ErrSeqExists
+		one := fmt.Sprintf(insert, s.events, "(?,?,?)")
+		st := tx.stmt(ctx, one) // bound to the transaction once, not per row
+		for _, a := range as {
+			for _, r := range a.rows {
+				var res sql.Result
+				var err error
+				if st != nil {
+					res, err = st.ExecContext(ctx, a.streamID, r.Seq, string(r.Event))
+				} else {
+					res, err = tx.ExecContext(ctx, one, a.streamID, r.Seq, string(r.Event))
+				}
+				if err != nil {
+					return err
+				}
+				if n, _ := res.RowsAffected(); n != 1 {
+					return journal.ErrSeqExists
+				}
 			}
 		}
-		return last, nil
+		return nil
 	}
-	for start := 0; start < len(rows); start += appendChunk {
-		chunk := rows[start:min(start+appendChunk, len(rows))]
-		args := make([]any, 0, 3*len(chunk))
-		for _, r := range chunk {
-			args = append(args, streamID, r.Seq, string(r.Event))
+	// Elsewhere, multi-row INSERTs of up to appendChunk rows, across streams.
+	args := make([]any, 0, 3*appendChunk)
+	flush := func() error {
+		n := len(args) / 3
+		if n == 0 {
+			return nil
 		}
-		res, err := tx.execText(ctx, `INSERT INTO `+s.events+` (stream_id, seq, event) VALUES `+placeholders(len(chunk), 3)+
-			` ON CONFLICT (stream_id, seq) DO NOTHING`, args...)
+		res, err := tx.execText(ctx, fmt.Sprintf(insert, s.events, placeholders(n, 3)), args...)
+		args = args[:0]
 		if err != nil {
-			return 0, err
+			return err
 		}
-		if n, _ := res.RowsAffected(); n != int64(len(chunk)) {
-			return 0, journal.ErrSeqExists
+		if got, _ := res.RowsAffected(); got != int64(n) {
+			return journal.ErrSeqExists
+		}
+		return nil
+	}
+	for _, a := range as {
+		for _, r := range a.rows {
+			args = append(args, a.streamID, r.Seq, string(r.Event))
+			if len(args) == 3*appendChunk {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
 		}
 	}
-	return last, nil
+	return flush()
 }
 
 // ReadEvents implements journal.Driver.

@@ -32,6 +32,11 @@ type Dialect struct {
 	Dollar bool
 	// AfterCommit is called with a stream id after rows were committed (Postgres NOTIFY).
 	AfterCommit func(ctx context.Context, streamID string)
+	// NotifyBatch, when set, is called inside the transaction of a batched append
+	// ([Store.AppendBatch]) with the ids of the streams it stores rows of, and wakes
+	// other processes at its commit in one statement instead of AfterCommit's one per
+	// stream. Statements it runs use ? placeholders.
+	NotifyBatch func(ctx context.Context, tx Execer, ids []string) error
 	// Prepare keeps one prepared statement per statement text for the calls made outside
 	// transactions. It pays where the driver would parse the SQL on every call (SQLite);
 	// pgx already caches prepared statements per connection.
