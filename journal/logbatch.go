@@ -1,0 +1,133 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// logBatch commits the log of every live stream of a journal together. A [LogWriter]
+// whose commit interval has passed hands its queued rows here instead of committing them
+// itself; every window (the smallest CommitInterval of the writers waiting, 100 ms by
+// default) the batch stores all of them with one [Driver.AppendBatch], so the commits a
+// second do not grow with the number of streams. A writer keeps writing while its rows
+// are in the batch; what must be stored at once (an ending event, a seq past the
+// reservation, Flush, Close, a step's write) first waits for them, and asks the batch
+// to go at once rather than at the end of its window.
+//
+// One append's failure is its writer's alone: a lost lease fails that writer and no
+// other. An append that failed because the database was away is tried again on its own,
+// as every write of the journal is ([Options.WriteRetry]).
+type logBatch struct {
+	j *Journal
+
+	mu       sync.Mutex
+	waiting  []batched
+	interval time.Duration // the smallest CommitInterval among the waiting writers
+	timer    *time.Timer   // the next flush, when one is due
+	due      time.Time
+	flushing bool
+	urgent   bool // a writer waits for its rows: flush as soon as the batch is free
+	last     time.Time
+}
+
+// batched is one writer's rows in the batch.
+type batched struct {
+	w  *LogWriter
+	fa FencedAppend
+}
+
+// add queues a writer's rows for the next flush.
+func (b *logBatch) add(w *LogWriter, fa FencedAppend) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.waiting = append(b.waiting, batched{w, fa})
+	if len(b.waiting) == 1 || w.opts.CommitInterval < b.interval {
+		b.interval = w.opts.CommitInterval
+	}
+	b.schedule()
+}
+
+// schedule arms the flush at the end of the window, or at once when urgent, unless the
+// batch is flushing (it schedules the next itself) or a flush is armed no later. b.mu
+// must be held.
+func (b *logBatch) schedule() {
+	if b.flushing || len(b.waiting) == 0 {
+		return
+	}
+	now := time.Now()
+	at := b.last.Add(b.interval)
+	if b.urgent || at.Before(now) {
+		at = now
+	}
+	if b.timer != nil {
+		if !b.due.After(at) || !b.timer.Stop() {
+			return // armed no later, or firing now
+		}
+	}
+	b.due = at
+	b.timer = time.AfterFunc(at.Sub(now), b.flush)
+}
+
+// kick makes the batch flush as soon as it can: a writer waits for its rows.
+func (b *logBatch) kick() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.urgent = true
+	b.schedule()
+}
+
+// flush stores every waiting writer's rows in one AppendBatch and settles each writer.
+func (b *logBatch) flush() {
+	b.mu.Lock()
+	if b.flushing {
+		b.mu.Unlock()
+		return
+	}
+	b.timer = nil
+	items := b.waiting
+	b.waiting = nil
+	b.flushing, b.urgent = true, false
+	b.mu.Unlock()
+
+	if len(items) > 0 {
+		b.store(items)
+	}
+
+	b.mu.Lock()
+	b.flushing = false
+	b.last = time.Now()
+	if len(b.waiting) > 0 {
+		b.interval = b.waiting[0].w.opts.CommitInterval
+		for _, it := range b.waiting[1:] {
+			b.interval = min(b.interval, it.w.opts.CommitInterval)
+		}
+	}
+	b.schedule()
+	b.mu.Unlock()
+}
+
+// store writes items and settles their writers.
+func (b *logBatch) store(items []batched) {
+	ctx := context.Background()
+	batch := make([]FencedAppend, len(items))
+	for i, it := range items {
+		batch[i] = it.fa
+	}
+	errs := b.j.d.AppendBatch(ctx, batch)
+	for i, it := range items {
+		err := errs[i]
+		switch {
+		case transient(ctx, err):
+			// The database is away: this writer's rows are tried again on their own, as
+			// any write is, while the batch goes on with the others.
+			b.j.fault()
+			go it.w.commitAlone(it.fa.Append, err)
+			continue
+		case errors.Is(err, ErrLeaseLost) && it.w.run != nil:
+			it.w.run.lose()
+		}
+		it.w.settleBatch(it.fa.Append, err)
+	}
+}
