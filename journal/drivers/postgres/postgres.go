@@ -8,6 +8,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -40,6 +41,9 @@ type Driver struct {
 	db      *bun.DB
 	opts    Options
 	channel string
+	// batchChannel carries the notifications of batched appends, each a JSON array of
+	// stream ids.
+	batchChannel string
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -66,7 +70,7 @@ func New(db *bun.DB, opts Options) (*Driver, error) {
 	if opts.Listener != nil {
 		caps |= journal.CapCrossProcessWakeups
 	}
-	d := &Driver{db: db, opts: opts, channel: opts.TablePrefix + "events"}
+	d := &Driver{db: db, opts: opts, channel: opts.TablePrefix + "events", batchChannel: opts.TablePrefix + "events_batch"}
 	st, err := sqlstore.New(db, opts.TablePrefix, sqlstore.Dialect{
 		LockShare: " FOR SHARE", LockUpdate: " FOR UPDATE", Dollar: true, Caps: caps, AfterCommit: d.notify, NotifyBatch: d.notifyBatch,
 	})
@@ -86,15 +90,37 @@ func (d *Driver) notify(ctx context.Context, streamID string) {
 	_, _ = d.db.DB.ExecContext(ctx, `SELECT pg_notify($1, $2)`, d.channel, streamID)
 }
 
-// notifyBatch queues, inside a batched append's transaction, one notification per
-// stream, sent when it commits: one statement, the ids as one text array.
+// notifyBatch queues, inside a batched append's transaction, the notifications of its
+// streams, sent when it commits: on the batch channel, each payload a JSON array of as
+// many stream ids as fit Postgres' payload limit, so every listener receives one
+// notification a commit rather than one a stream. One statement sends them all.
 func (d *Driver) notifyBatch(ctx context.Context, tx sqlstore.Execer, ids []string) error {
 	if d.opts.Listener == nil {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, `SELECT pg_notify(?, x) FROM unnest(CAST(? AS TEXT[])) AS x`, d.channel, textArray(ids))
+	var payloads []string
+	b := []byte{'['}
+	for _, id := range ids {
+		q, err := json.Marshal(id)
+		if err != nil {
+			return err
+		}
+		if len(b) > 1 && len(b)+len(q)+2 > maxPayload {
+			payloads = append(payloads, string(append(b, ']')))
+			b = b[:1]
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, q...)
+	}
+	payloads = append(payloads, string(append(b, ']')))
+	_, err := tx.ExecContext(ctx, `SELECT pg_notify(?, x) FROM unnest(CAST(? AS TEXT[])) AS x`, d.batchChannel, textArray(payloads))
 	return err
 }
+
+// maxPayload keeps a batch notification under Postgres' 8,000-byte payload limit.
+const maxPayload = 7900
 
 // textArray writes ss as a Postgres array literal, every element quoted.
 func textArray(ss []string) string {
@@ -188,7 +214,7 @@ func (d *Driver) listen(ctx context.Context, done chan struct{}) {
 		if d.opts.Listener != nil {
 			conn, err = d.opts.Listener(ctx)
 			if err == nil {
-				_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{d.channel}.Sanitize())
+				_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{d.channel}.Sanitize()+"; LISTEN "+pgx.Identifier{d.batchChannel}.Sanitize())
 				if err != nil {
 					_ = conn.Close(context.Background())
 				}
@@ -219,6 +245,14 @@ func (d *Driver) receive(ctx context.Context, conn *pgx.Conn) {
 		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		switch {
+		case err == nil && n.Channel == d.batchChannel:
+			var ids []string
+			if json.Unmarshal([]byte(n.Payload), &ids) != nil {
+				hub.NotifyAll() // not ours to read: wake everyone rather than miss one
+			}
+			for _, id := range ids {
+				hub.Notify(id)
+			}
 		case err == nil:
 			hub.Notify(n.Payload)
 		case ctx.Err() != nil:
