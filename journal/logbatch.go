@@ -9,8 +9,8 @@ import (
 
 // logBatch commits the log of every live stream of a journal together. A [LogWriter]
 // whose commit interval has passed hands its queued rows here instead of committing them
-// itself; every window (the smallest CommitInterval of the writers waiting, 100 ms by
-// default) the batch stores all of them with one [Driver.AppendBatch], so the commits a
+// itself; every window (100 ms, or the smallest CommitInterval of the writers waiting
+// when that is shorter) the batch stores all of them with one [Driver.AppendBatch], so the commits a
 // second do not grow with the number of streams. A writer keeps writing while its rows
 // are in the batch; what must be stored at once (an ending event, a seq past the
 // reservation, Flush, Close, a step's write) first waits for them, and asks the batch
@@ -24,7 +24,7 @@ type logBatch struct {
 
 	mu       sync.Mutex
 	waiting  []batched
-	interval time.Duration // the smallest CommitInterval among the waiting writers
+	interval time.Duration // the window: see window
 	timer    *time.Timer   // the next flush, when one is due
 	due      time.Time
 	flushing bool
@@ -43,8 +43,8 @@ func (b *logBatch) add(w *LogWriter, fa FencedAppend) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.waiting = append(b.waiting, batched{w, fa})
-	if len(b.waiting) == 1 || w.opts.CommitInterval < b.interval {
-		b.interval = w.opts.CommitInterval
+	if len(b.waiting) == 1 || window(w) < b.interval {
+		b.interval = window(w)
 	}
 	b.schedule()
 }
@@ -99,14 +99,22 @@ func (b *logBatch) flush() {
 	b.flushing = false
 	b.last = time.Now()
 	if len(b.waiting) > 0 {
-		b.interval = b.waiting[0].w.opts.CommitInterval
+		b.interval = window(b.waiting[0].w)
 		for _, it := range b.waiting[1:] {
-			b.interval = min(b.interval, it.w.opts.CommitInterval)
+			b.interval = min(b.interval, window(it.w))
 		}
 	}
 	b.schedule()
 	b.mu.Unlock()
 }
+
+// maxWindow bounds the batch's window: a writer's rows reach the batch once its own
+// CommitInterval has passed, so a long interval (a writer that stores rarely) must not
+// hold back the rows of the window it joins.
+const maxWindow = 100 * time.Millisecond
+
+// window is how long the batch may gather after its last flush for w's rows.
+func window(w *LogWriter) time.Duration { return min(w.opts.CommitInterval, maxWindow) }
 
 // store writes items and settles their writers.
 func (b *logBatch) store(items []batched) {

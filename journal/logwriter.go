@@ -21,8 +21,10 @@ type LogOptions struct {
 	FlushInterval time.Duration
 	// FlushBytes seals a coalesced delta row once its delta text reaches this size. Default 1 KiB.
 	FlushBytes int
-	// CommitInterval is the minimum time between batched commits. Default 100ms (at most
-	// 10 commits a second per stream). Terminal events, Flush and Close commit at once.
+	// CommitInterval is the minimum time between the writer's timed commits. Default
+	// 100ms. A timed commit joins the journal's batch, which stores every stream's rows
+	// waiting in one commit per window, so commits do not grow with the number of
+	// streams. Terminal events, Flush and Close commit at once.
 	CommitInterval time.Duration
 	// MaxRows is the row cap after which deltas are dropped. Default 5000.
 	MaxRows int64
@@ -57,10 +59,13 @@ func (o *LogOptions) defaults() {
 
 // LogWriter stores one live stream's events as the follow log, as its [LogPolicy] says.
 // Structural events get a row each and their seq at once (for the live frame's id:);
-// consecutive deltas of one type and key are coalesced into one row. Rows are committed
-// in batches at most every CommitInterval by the writer's timer, which also seals a
-// delta row once it is FlushInterval old, so a write never reads the clock; the policy's
-// ending events, [LogWriter.Flush] and [LogWriter.Close] commit synchronously. Past
+// consecutive deltas of one type and key are coalesced into one row. The writer's timer
+// hands its rows at most every CommitInterval to the journal's batch, which commits the
+// rows of every live stream of the journal together (one transaction a window on the SQL
+// drivers, [Driver.AppendBatch]), and seals a delta row once it is FlushInterval old, so
+// a write never reads the clock; the writer keeps writing while its rows are in the
+// batch. The policy's ending events, [LogWriter.Flush] and [LogWriter.Close] commit
+// synchronously, after the rows in the batch. Past
 // MaxRows deltas are dropped and the policy's truncation marker is stored once; seq
 // never skips.
 //

@@ -2,7 +2,10 @@ package journaltest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,6 +59,49 @@ next:
 
 func batchCases() []testCase {
 	return []testCase{
+		{"LogWriter/StreamsShareTheirCommits", func(t *testing.T, e *env) {
+			spy := &batchSpy{Driver: e.d, entered: make(chan struct{}), gate: make(chan struct{})}
+			close(spy.gate)
+			j := e.journalOn(spy, "a")
+			opts := journal.LogOptions{FlushInterval: 5 * time.Millisecond, CommitInterval: 20 * time.Millisecond}
+			const streams = 20
+			ws := make([]*journal.LogWriter, streams)
+			for i := range ws {
+				ws[i] = e.openLog(j, fmt.Sprintf("s%d", i), opts)
+			}
+			// Every stream writes a token each 2 ms for half a second: each has rows to
+			// commit in every window.
+			for range 250 {
+				for _, w := range ws {
+					if _, err := w.WriteDelta(e.ctx, "TEXT_MESSAGE_CONTENT", "m1", "tok "); err != nil {
+						t.Fatal(err)
+					}
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			for _, w := range ws {
+				must(t, "Close", w.Close(e.ctx))
+			}
+			spy.mu.Lock()
+			batches, appends := len(spy.batches), 0
+			for _, b := range spy.batches {
+				appends += len(b)
+			}
+			spy.mu.Unlock()
+			t.Logf("%d appends in %d batches", appends, batches)
+			if batches == 0 || appends < 2*batches {
+				t.Fatalf("%d appends in %d batches: the streams did not share their commits", appends, batches)
+			}
+			var text strings.Builder
+			for _, r := range e.storedEvents("s7") {
+				var ev struct{ Delta string }
+				must(t, "decode", json.Unmarshal(r.Event, &ev))
+				text.WriteString(ev.Delta)
+			}
+			if want := strings.Repeat("tok ", 250); text.String() != want {
+				t.Fatalf("stream s7 stored %d bytes of text, want %d", text.Len(), len(want))
+			}
+		}},
 		{"LogWriter/ALostLeaseFailsOnlyItsOwnRowsInTheBatch", func(t *testing.T, e *env) {
 			spy := &batchSpy{Driver: e.d, entered: make(chan struct{}), gate: make(chan struct{})}
 			a, b := e.journalOn(spy, "a"), e.journal("b")
