@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -124,6 +125,13 @@ func (b *logBatch) store(items []batched) {
 		batch[i] = it.fa
 	}
 	errs := b.j.d.AppendBatch(ctx, batch)
+	if len(errs) != len(batch) {
+		err := fmt.Errorf("journal: the driver's AppendBatch gave %d results for %d appends", len(errs), len(batch))
+		errs = make([]error, len(batch))
+		for i := range errs {
+			errs[i] = err
+		}
+	}
 	for i, it := range items {
 		err := errs[i]
 		switch {

@@ -173,7 +173,13 @@ func (o offloaded) AppendEvents(ctx context.Context, f *Fence, a Append) error {
 }
 
 func (o offloaded) AppendBatch(ctx context.Context, batch []FencedAppend) []error {
-	errs, _ := off(func() ([]error, error) { return o.d.AppendBatch(ctx, batch), nil })
+	errs, err := off(func() ([]error, error) { return o.d.AppendBatch(ctx, batch), nil })
+	if err != nil { // the driver panicked: every append failed
+		errs = make([]error, len(batch))
+		for i := range errs {
+			errs[i] = err
+		}
+	}
 	return errs
 }
 
