@@ -90,10 +90,11 @@ func (d *Driver) notify(ctx context.Context, streamID string) {
 	_, _ = d.db.DB.ExecContext(ctx, `SELECT pg_notify($1, $2)`, d.channel, streamID)
 }
 
-// notifyBatch queues, inside a batched append's transaction, the notifications of its
-// streams, sent when it commits: on the batch channel, each payload a JSON array of as
-// many stream ids as fit Postgres' payload limit, so every listener receives one
-// notification a commit rather than one a stream. One statement sends them all.
+// notifyBatch queues, inside a write's transaction, the notifications of the streams
+// (or topics) it wakes, sent when it commits: on the batch channel, each payload a JSON
+// array of as many ids as fit Postgres' payload limit, so every listener receives one
+// notification a commit rather than one a stream, and the write needs no transaction of
+// its own for them. One statement sends them all.
 func (d *Driver) notifyBatch(ctx context.Context, tx sqlstore.Execer, ids []string) error {
 	if d.opts.Listener == nil {
 		return nil

@@ -55,12 +55,7 @@ func (s *Store) AppendBatch(ctx context.Context, batch []journal.FencedAppend) [
 			errs[i] = err
 		}
 	default:
-		for _, id := range stored {
-			s.hub.Notify(id)
-			if s.dia.AfterCommit != nil && s.dia.NotifyBatch == nil {
-				s.dia.AfterCommit(context.WithoutCancel(ctx), id)
-			}
-		}
+		s.woken(ctx, stored...)
 	}
 	for _, i := range later {
 		errs[i] = s.AppendEvents(ctx, batch[i].Fence, batch[i].Append)
@@ -187,10 +182,8 @@ func (s *Store) appendBatchTx(ctx context.Context, tx *txq, batch []journal.Fenc
 			return nil, err
 		}
 	}
-	if s.dia.NotifyBatch != nil && len(stored) > 0 {
-		if err := s.dia.NotifyBatch(ctx, tx, stored); err != nil {
-			return nil, err
-		}
+	if err := s.wakeIn(ctx, tx, stored...); err != nil {
+		return nil, err
 	}
 	return stored, nil
 }

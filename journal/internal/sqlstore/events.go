@@ -18,11 +18,35 @@ import (
 // appendChunk bounds the rows of one INSERT statement.
 const appendChunk = 200
 
-// notify wakes in-process subscribers and runs the dialect's after-commit hook.
+// notify wakes in-process subscribers and runs the dialect's after-commit hook: for a
+// write made outside a transaction of the store's.
 func (s *Store) notify(ctx context.Context, streamID string) {
 	s.hub.Notify(streamID)
 	if s.dia.AfterCommit != nil {
 		s.dia.AfterCommit(context.WithoutCancel(ctx), streamID)
+	}
+}
+
+// wakeIn queues, inside tx, the notifications that wake other processes' subscribers of
+// ids when tx commits (one statement on Postgres, which sends them at the commit, so the
+// write costs no transaction of its own for them). [Store.woken] must follow the commit.
+func (s *Store) wakeIn(ctx context.Context, tx *txq, ids ...string) error {
+	if s.dia.NotifyBatch == nil || len(ids) == 0 {
+		return nil
+	}
+	return s.dia.NotifyBatch(ctx, tx, ids)
+}
+
+// woken wakes the in-process subscribers of ids after a commit whose transaction queued
+// the other processes' notifications (wakeIn); where the dialect cannot queue them, it
+// runs notify.
+func (s *Store) woken(ctx context.Context, ids ...string) {
+	for _, id := range ids {
+		if s.dia.NotifyBatch != nil {
+			s.hub.Notify(id)
+		} else {
+			s.notify(ctx, id)
+		}
 	}
 }
 
@@ -76,7 +100,8 @@ func (s *Store) GetStream(ctx context.Context, id string) (journal.Stream, error
 func (s *Store) FinishStream(ctx context.Context, id string, f *journal.Fence, rows []journal.EventRow, now time.Time) (int64, error) {
 	var last int64
 	var err error
-	if f == nil && len(rows) == 0 {
+	inTx := f != nil || len(rows) > 0
+	if !inTx {
 		q := `UPDATE ` + s.streams + ` SET finished_at = COALESCE(finished_at, ?) WHERE id = ?
 			RETURNING (SELECT COALESCE(MAX(seq), 0) FROM ` + s.events + ` WHERE stream_id = ?)`
 		read := func(r *sql.Row) error {
@@ -99,14 +124,20 @@ func (s *Store) FinishStream(ctx context.Context, id string, f *journal.Fence, r
 			if last, err = s.appendTx(ctx, tx, f, journal.Append{StreamID: id, Rows: rows, Reserve: keepReservation}, false); err != nil {
 				return err
 			}
-			_, err = tx.ExecContext(ctx, `UPDATE `+s.streams+` SET finished_at = COALESCE(finished_at, ?) WHERE id = ?`, ns(now), id)
-			return err
+			if _, err = tx.ExecContext(ctx, `UPDATE `+s.streams+` SET finished_at = COALESCE(finished_at, ?) WHERE id = ?`, ns(now), id); err != nil {
+				return err
+			}
+			return s.wakeIn(ctx, tx, id)
 		})
 	}
 	if err != nil {
 		return 0, err
 	}
-	s.notify(ctx, id)
+	if inTx {
+		s.woken(ctx, id)
+	} else {
+		s.notify(ctx, id)
+	}
 	return last, nil
 }
 
@@ -116,14 +147,16 @@ const keepReservation = -1
 // AppendEvents implements journal.Driver.
 func (s *Store) AppendEvents(ctx context.Context, f *journal.Fence, a journal.Append) error {
 	err := s.tx(ctx, func(ctx context.Context, tx *txq) error {
-		_, err := s.appendTx(ctx, tx, f, a, false)
-		return err
+		if _, err := s.appendTx(ctx, tx, f, a, false); err != nil || len(a.Rows) == 0 {
+			return err
+		}
+		return s.wakeIn(ctx, tx, a.StreamID)
 	})
 	if err != nil {
 		return err
 	}
 	if len(a.Rows) > 0 {
-		s.notify(ctx, a.StreamID)
+		s.woken(ctx, a.StreamID)
 	}
 	return nil
 }
@@ -406,12 +439,14 @@ func (s *Store) CloseStream(ctx context.Context, id string, event json.RawMessag
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+s.events+` WHERE stream_id = ? AND seq <= ?`, id, max(last, reserved)); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE `+s.streams+` SET finished_at = COALESCE(finished_at, ?), reserved = 0 WHERE id = ?`, ns(now), id)
-		return err
+		if _, err = tx.ExecContext(ctx, `UPDATE `+s.streams+` SET finished_at = COALESCE(finished_at, ?), reserved = 0 WHERE id = ?`, ns(now), id); err != nil {
+			return err
+		}
+		return s.wakeIn(ctx, tx, id)
 	})
 	if err != nil {
 		return err
 	}
-	s.notify(ctx, id)
+	s.woken(ctx, id)
 	return nil
 }

@@ -32,10 +32,12 @@ type Dialect struct {
 	Dollar bool
 	// AfterCommit is called with a stream id after rows were committed (Postgres NOTIFY).
 	AfterCommit func(ctx context.Context, streamID string)
-	// NotifyBatch, when set, is called inside the transaction of a batched append
-	// ([Store.AppendBatch]) with the ids of the streams it stores rows of, and wakes
-	// other processes at its commit in one statement instead of AfterCommit's one per
-	// stream. Statements it runs use ? placeholders.
+	// NotifyBatch, when set, is called inside a write transaction (an append, a batch of
+	// them, a step, a stream's end, a signal or a publish) with the ids whose
+	// subscribers it wakes, and queues their notifications to other processes, sent at
+	// its commit: no transaction of their own, one statement for a batch of any size.
+	// AfterCommit then serves only the writes made outside a transaction. Statements it
+	// runs use ? placeholders.
 	NotifyBatch func(ctx context.Context, tx Execer, ids []string) error
 	// Prepare keeps one prepared statement per statement text for the calls made outside
 	// transactions. It pays where the driver would parse the SQL on every call (SQLite);
@@ -344,14 +346,12 @@ func (s *Store) InsertStep(ctx context.Context, f journal.Fence, st journal.Step
 				return err
 			}
 		}
-		return nil
+		return s.wakeIn(ctx, tx, appended(w)...)
 	})
 	if err != nil {
 		return err
 	}
-	for _, a := range w.Appends {
-		s.notify(ctx, a.StreamID)
-	}
+	s.woken(ctx, appended(w)...)
 	return nil
 }
 
@@ -530,3 +530,12 @@ func placeholders(n, w int) string {
 
 // Hub returns the in-process wake-up hub (Postgres feeds it from LISTEN).
 func (s *Store) Hub() *wake.Hub { return s.hub }
+
+// appended lists the streams a step's write appends to.
+func appended(w journal.StepWrites) []string {
+	ids := make([]string, len(w.Appends))
+	for i, a := range w.Appends {
+		ids[i] = a.StreamID
+	}
+	return ids
+}
