@@ -378,7 +378,7 @@ func eventCases() []testCase {
 		}},
 		{"Events/AppendBatchOfManyStreams", func(t *testing.T, e *env) {
 			j := e.journal("a")
-			const n = 1200 // past one statement's bound of ids and of rows
+			const n = 520 // past one statement's bound of ids (500) and of rows (200)
 			batch := make([]journal.FencedAppend, n)
 			for i := range batch {
 				id := fmt.Sprintf("s-%04d", i)
@@ -390,7 +390,7 @@ func eventCases() []testCase {
 					t.Fatalf("append %d: %v", i, err)
 				}
 			}
-			for i := 0; i < n; i += 97 {
+			for i := 0; i < n; i += 37 {
 				st, got, err := e.d.ReadStream(e.ctx, batch[i].StreamID, 0, 10)
 				must(t, "ReadStream", err)
 				if len(got) != 1 || got[0].Seq != 1 || st.Reserved != int64(1+i%3) {
