@@ -69,6 +69,10 @@ func (d *dyingDriver) AppendEvents(ctx context.Context, f *journal.Fence, a jour
 	return d.Driver.AppendEvents(ctx, f, a)
 }
 
+func (d *dyingDriver) AppendBatch(ctx context.Context, batch []journal.FencedAppend) []error {
+	return journal.AppendEach(ctx, d, batch)
+}
+
 func (d *dyingDriver) FinishStream(ctx context.Context, id string, f *journal.Fence, rows []journal.EventRow, now time.Time) (int64, error) {
 	if d.gone() {
 		return 0, journal.ErrLeaseLost
@@ -327,6 +331,10 @@ func (d *takeOnEnd) AppendEvents(ctx context.Context, f *journal.Fence, a journa
 		}
 	}
 	return d.Driver.AppendEvents(ctx, f, a)
+}
+
+func (d *takeOnEnd) AppendBatch(ctx context.Context, batch []journal.FencedAppend) []error {
+	return journal.AppendEach(ctx, d, batch)
 }
 
 // An execution that loses its run to another instance while it streams live shows its

@@ -171,6 +171,13 @@ type Append struct {
 	Reserve int64
 }
 
+// FencedAppend is one append of a batch ([Driver.AppendBatch]) and the fence it is made
+// under: nil for a stream that belongs to no durable run.
+type FencedAppend struct {
+	Fence *Fence
+	Append
+}
+
 // StepWrites is what a step's write stores with the step, all or nothing.
 type StepWrites struct {
 	// Opens are streams the step begins (see [Run.CreateLogStep]).
@@ -310,4 +317,28 @@ type Driver interface {
 	// the stream's reservation (unfenced: used by retention), marks the stream finished at
 	// now and deletes its earlier rows.
 	CloseStream(ctx context.Context, id string, event json.RawMessage, now time.Time) error
+
+	// Methods added after the first release. A driver written before one of them can
+	// embed an existing driver, or implement it with the helper named in its comment.
+
+	// AppendBatch stores every append of batch as AppendEvents would, each fenced by its
+	// own Fence, in as few commits as the storage allows (one transaction on the SQL
+	// drivers), and returns one error per append, nil for a stored one. An append that
+	// fails on its own (ErrLeaseLost, ErrSeqExists, ErrSeqGap, ErrNotFound) stores
+	// nothing and keeps no other append from being stored; a failure of the write as a
+	// whole (the database away) is every append's error. Appends of the same stream are
+	// stored in batch order, as if one after the other. Subscribers are woken after the
+	// commit. [AppendEach] implements it with one AppendEvents per append.
+	AppendBatch(ctx context.Context, batch []FencedAppend) []error
+}
+
+// AppendEach implements [Driver.AppendBatch] for d with one [Driver.AppendEvents] per
+// append: for storage that commits nothing cheaper together, and for a driver that wraps
+// another and must see every append.
+func AppendEach(ctx context.Context, d Driver, batch []FencedAppend) []error {
+	errs := make([]error, len(batch))
+	for i, a := range batch {
+		errs[i] = d.AppendEvents(ctx, a.Fence, a.Append)
+	}
+	return errs
 }

@@ -77,6 +77,7 @@ type Journal struct {
 	d     Driver
 	opts  Options
 	tails *tails
+	batch *logBatch // the log writers' timed commits, together
 
 	mu        sync.Mutex
 	resumer   func(ctx context.Context, run *Run)
@@ -162,6 +163,7 @@ func New(d Driver, opts Options) (*Journal, error) {
 	base, cancel := context.WithCancel(context.Background())
 	j := &Journal{d: d, opts: opts, resumer: opts.Resumer, held: map[string]*Run{}, claiming: map[string]bool{},
 		tails: newTails(opts.TailBytes, opts.TailTTL, opts.UnfinishedMaxAge), baseCtx: base, cancelBase: cancel}
+	j.batch = &logBatch{j: j}
 	j.policy.Store(opts.LogPolicy)
 	return j, nil
 }

@@ -21,8 +21,10 @@ type LogOptions struct {
 	FlushInterval time.Duration
 	// FlushBytes seals a coalesced delta row once its delta text reaches this size. Default 1 KiB.
 	FlushBytes int
-	// CommitInterval is the minimum time between batched commits. Default 100ms (at most
-	// 10 commits a second per stream). Terminal events, Flush and Close commit at once.
+	// CommitInterval is the minimum time between the writer's timed commits. Default
+	// 100ms. A timed commit joins the journal's batch, which stores every stream's rows
+	// waiting in one commit per window, so commits do not grow with the number of
+	// streams. Terminal events, Flush and Close commit at once.
 	CommitInterval time.Duration
 	// MaxRows is the row cap after which deltas are dropped. Default 5000.
 	MaxRows int64
@@ -57,10 +59,13 @@ func (o *LogOptions) defaults() {
 
 // LogWriter stores one live stream's events as the follow log, as its [LogPolicy] says.
 // Structural events get a row each and their seq at once (for the live frame's id:);
-// consecutive deltas of one type and key are coalesced into one row. Rows are committed
-// in batches at most every CommitInterval by the writer's timer, which also seals a
-// delta row once it is FlushInterval old, so a write never reads the clock; the policy's
-// ending events, [LogWriter.Flush] and [LogWriter.Close] commit synchronously. Past
+// consecutive deltas of one type and key are coalesced into one row. The writer's timer
+// hands its rows at most every CommitInterval to the journal's batch, which commits the
+// rows of every live stream of the journal together (one transaction a window on the SQL
+// drivers, [Driver.AppendBatch]), and seals a delta row once it is FlushInterval old, so
+// a write never reads the clock; the writer keeps writing while its rows are in the
+// batch. The policy's ending events, [LogWriter.Flush] and [LogWriter.Close] commit
+// synchronously, after the rows in the batch. Past
 // MaxRows deltas are dropped and the policy's truncation marker is stored once; seq
 // never skips.
 //
@@ -95,6 +100,8 @@ type LogWriter struct {
 	lastCommit time.Time // wall clock
 	truncated  bool
 	timer      *time.Timer
+	inflight   bool      // rows handed to the journal's batch and not yet settled
+	settled    sync.Cond // on mu: signalled when the rows in the batch are settled
 	err        error
 	closed     bool
 	finished   bool // the writer ended the stream
@@ -200,6 +207,7 @@ func (j *Journal) openLogWriter(ctx context.Context, s Stream, run *Run, last in
 	}
 	w := &LogWriter{j: j, streamID: streamID, run: run, opts: opts, policy: policy, ctx: context.WithoutCancel(ctx),
 		opened: s, openLast: last, seq: last, reserved: last, lastCommit: time.Now()}
+	w.settled.L = &w.mu
 	if fresh {
 		w.reserved = s.Reserved
 	} else if s.Reserved > last {
@@ -408,6 +416,7 @@ func (w *LogWriter) enqueue(ev json.RawMessage) int64 {
 // commit writes the queued rows in one transaction, with reserve as the stream's new
 // reservation, and retries while the database is away.
 func (w *LogWriter) commit(reserve int64) error {
+	w.drain()
 	if w.err != nil {
 		return w.err
 	}
@@ -430,6 +439,60 @@ func (w *LogWriter) commit(reserve int64) error {
 	return nil
 }
 
+// submit hands the queued rows to the journal's batch, which commits them with every
+// other stream's in its window and settles the writer ([LogWriter.settleBatch]).
+func (w *LogWriter) submit() {
+	f, err := fenceOf(w.run)
+	if err != nil {
+		w.err = fmt.Errorf("journal: log writer for stream %s: %w", w.streamID, err)
+		return
+	}
+	a := Append{StreamID: w.streamID, Rows: w.queue, Reserve: w.seq + w.opts.ReserveAhead}
+	w.queue = nil
+	w.inflight = true
+	w.lastCommit = time.Now()
+	w.j.batch.add(w, FencedAppend{Fence: f, Append: a})
+}
+
+// drain waits until the rows handed to the batch are settled, asking the batch to go
+// at once: what is stored next must come after them. w.mu must be held.
+func (w *LogWriter) drain() {
+	for w.inflight {
+		w.j.batch.kick()
+		w.settled.Wait()
+	}
+}
+
+// settleBatch records the outcome of the writer's rows in the batch.
+func (w *LogWriter) settleBatch(a Append, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.inflight = false
+	w.settled.Broadcast()
+	if err != nil {
+		if w.err == nil {
+			w.err = fmt.Errorf("journal: log writer for stream %s: %w", w.streamID, err)
+		}
+		return
+	}
+	w.committed(a)
+	w.arm()
+}
+
+// commitAlone stores rows the batch could not, because the database was away, on
+// their own, trying again as every write does, and settles the writer.
+func (w *LogWriter) commitAlone(a Append, first error) {
+	err := w.j.persist(w.ctx, "log rows of stream "+w.streamID, func() error {
+		if first != nil {
+			err := first // the batch's attempt counts as the first
+			first = nil
+			return err
+		}
+		return w.j.appendEvents(w.ctx, w.run, a)
+	}, func(err error) bool { return errors.Is(err, ErrSeqExists) && w.j.landed(w.ctx, a.StreamID, a.Rows) })
+	w.settleBatch(a, err)
+}
+
 // committed records a stored append.
 func (w *LogWriter) committed(a Append) {
 	w.reserved = a.Reserve
@@ -445,6 +508,7 @@ func (w *LogWriter) committed(a Append) {
 // when there is nothing to store. [LogWriter.settle] must follow a true.
 func (w *LogWriter) stage() (Append, bool) {
 	w.mu.Lock()
+	w.drain()
 	if w.closed || w.err != nil {
 		w.mu.Unlock()
 		return Append{}, false
@@ -473,7 +537,7 @@ func (w *LogWriter) settle(a Append, err error) {
 // arm starts the timer when something waits to be stored and no timer is running: the
 // only clock read on the write path, at most once per commit.
 func (w *LogWriter) arm() {
-	if w.timer != nil || w.closed || (w.pending == nil && len(w.queue) == 0) {
+	if w.timer != nil || w.closed || (w.pending == nil && (len(w.queue) == 0 || w.inflight)) {
 		return
 	}
 	w.timer = time.AfterFunc(w.due(time.Now()), w.tick)
@@ -486,7 +550,7 @@ func (w *LogWriter) due(now time.Time) time.Duration {
 	if w.pending != nil {
 		next = w.pending.since.Add(w.opts.FlushInterval).Sub(now)
 	}
-	if len(w.queue) > 0 {
+	if len(w.queue) > 0 && !w.inflight {
 		next = min(next, w.lastCommit.Add(w.opts.CommitInterval).Sub(now))
 	}
 	return max(next, 0)
@@ -508,8 +572,8 @@ func (w *LogWriter) tick() {
 		// model or a tool does not keep the text buffer meanwhile.
 		w.text = nil
 	}
-	if len(w.queue) > 0 && now.Sub(w.lastCommit) >= w.opts.CommitInterval {
-		if w.commit(w.seq+w.opts.ReserveAhead) != nil {
+	if len(w.queue) > 0 && !w.inflight && now.Sub(w.lastCommit) >= w.opts.CommitInterval {
+		if w.submit(); w.err != nil {
 			return
 		}
 	}
@@ -585,6 +649,7 @@ func (w *LogWriter) Finish(ctx context.Context) error {
 
 // finish stores the queue and ends the stream in one write, and closes the writer.
 func (w *LogWriter) finish() error {
+	w.drain()
 	rows := w.queue
 	if w.err != nil {
 		rows = nil // their seqs cannot be honoured any more

@@ -172,6 +172,17 @@ func (o offloaded) AppendEvents(ctx context.Context, f *Fence, a Append) error {
 	return off0(func() error { return o.d.AppendEvents(ctx, f, a) })
 }
 
+func (o offloaded) AppendBatch(ctx context.Context, batch []FencedAppend) []error {
+	errs, err := off(func() ([]error, error) { return o.d.AppendBatch(ctx, batch), nil })
+	if err != nil { // the driver panicked: every append failed
+		errs = make([]error, len(batch))
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	return errs
+}
+
 func (o offloaded) ReadEvents(ctx context.Context, streamID string, after int64, limit int) ([]EventRow, error) {
 	return off(func() ([]EventRow, error) { return o.d.ReadEvents(ctx, streamID, after, limit) })
 }

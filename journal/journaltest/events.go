@@ -317,6 +317,87 @@ func eventCases() []testCase {
 			}
 			checkGapFree(t, seqs)
 		}},
+		{"Events/AppendBatchFailsOnlyTheAppendsThatFail", func(t *testing.T, e *env) {
+			a, b := e.journal("a"), e.journal("b")
+			kept, lost := e.begin(a), e.begin(a)
+			e.stream(a, "plain", "")
+			e.stream(a, "kept", kept.ID)
+			e.stream(a, "lost", lost.ID)
+			e.stream(a, "behind", "")
+			e.stream(a, "twice", "")
+			must(t, "Append", e.d.AppendEvents(e.ctx, nil, journal.Append{StreamID: "behind", Rows: rows(1, 2)}))
+			keptF, lostF := kept.Fence(), lost.Fence()
+			e.clock.Advance(leaseTTL)
+			must(t, "RenewLease", e.d.RenewLease(e.ctx, keptF, e.clock.Now().Add(leaseTTL)))
+			_, err := b.Claim(e.ctx, lost.ID) // another instance takes one run over
+			must(t, "Claim", err)
+			sub, stop := e.d.Subscribe("plain")
+			defer stop()
+			batch := []journal.FencedAppend{
+				{Append: journal.Append{StreamID: "plain", Rows: rows(1, 2), Reserve: 10}},
+				{Fence: &keptF, Append: journal.Append{StreamID: "kept", Rows: rows(1), Reserve: 5}},
+				{Fence: &lostF, Append: journal.Append{StreamID: "lost", Rows: rows(1), Reserve: 5}},
+				{Append: journal.Append{StreamID: "behind", Rows: rows(2), Reserve: 7}},
+				{Append: journal.Append{StreamID: "gap", Rows: rows(1)}},
+				{Append: journal.Append{StreamID: "twice", Rows: rows(1)}},
+				{Append: journal.Append{StreamID: "twice", Rows: rows(2, 3), Reserve: 4}},
+				{Append: journal.Append{StreamID: "kept", Rows: rows(3)}},
+				{Append: journal.Append{StreamID: "plain", Rows: nil, Reserve: 0}},
+			}
+			errs := e.d.AppendBatch(e.ctx, batch)
+			want := []error{nil, nil, journal.ErrLeaseLost, journal.ErrSeqExists, journal.ErrNotFound, nil, nil, journal.ErrLeaseLost, nil}
+			if len(errs) != len(want) {
+				t.Fatalf("%d errors for %d appends", len(errs), len(batch))
+			}
+			for i := range want {
+				if !errors.Is(errs[i], want[i]) || (want[i] == nil) != (errs[i] == nil) {
+					t.Errorf("append %d (%s): err = %v, want %v", i, batch[i].StreamID, errs[i], want[i])
+				}
+			}
+			for _, c := range []struct {
+				id       string
+				last     int64
+				reserved int64
+			}{{"plain", 2, 0}, {"kept", 1, 5}, {"lost", 0, 0}, {"behind", 2, 0}, {"twice", 3, 4}} {
+				st, got, err := e.d.ReadStream(e.ctx, c.id, 0, 10)
+				must(t, "ReadStream", err)
+				seqs := seqsOf(got)
+				checkGapFree(t, seqs)
+				if int64(len(seqs)) != c.last || st.Reserved != c.reserved {
+					t.Errorf("stream %s after the batch: seqs %v, reservation %d; want %d rows, reservation %d", c.id, seqs, st.Reserved, c.last, c.reserved)
+				}
+			}
+			select {
+			case <-sub:
+			case <-time.After(5 * time.Second):
+				t.Fatal("a subscriber of a stream the batch stored rows of was not woken")
+			}
+			if errs := e.d.AppendBatch(e.ctx, nil); len(errs) != 0 {
+				t.Fatalf("an empty batch: %v", errs)
+			}
+		}},
+		{"Events/AppendBatchOfManyStreams", func(t *testing.T, e *env) {
+			j := e.journal("a")
+			const n = 520 // past one statement's bound of ids (500) and of rows (200)
+			batch := make([]journal.FencedAppend, n)
+			for i := range batch {
+				id := fmt.Sprintf("s-%04d", i)
+				e.stream(j, id, "")
+				batch[i] = journal.FencedAppend{Append: journal.Append{StreamID: id, Rows: rows(1), Reserve: int64(1 + i%3)}}
+			}
+			for i, err := range e.d.AppendBatch(e.ctx, batch) {
+				if err != nil {
+					t.Fatalf("append %d: %v", i, err)
+				}
+			}
+			for i := 0; i < n; i += 37 {
+				st, got, err := e.d.ReadStream(e.ctx, batch[i].StreamID, 0, 10)
+				must(t, "ReadStream", err)
+				if len(got) != 1 || got[0].Seq != 1 || st.Reserved != int64(1+i%3) {
+					t.Fatalf("stream %s: rows %v, reservation %d", st.ID, seqsOf(got), st.Reserved)
+				}
+			}
+		}},
 		{"Events/DurableStreamAppendsAreFenced", func(t *testing.T, e *env) {
 			a, b := e.journal("a"), e.journal("b")
 			r := e.begin(a)

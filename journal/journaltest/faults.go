@@ -152,6 +152,11 @@ func (d *faultDriver) AppendEvents(ctx context.Context, f *journal.Fence, a jour
 	return d.call("AppendEvents", func() error { return d.Driver.AppendEvents(ctx, f, a) })
 }
 
+// AppendBatch sends every append through AppendEvents, where faults are injected.
+func (d *faultDriver) AppendBatch(ctx context.Context, batch []journal.FencedAppend) []error {
+	return journal.AppendEach(ctx, d, batch)
+}
+
 func (d *faultDriver) FinishStream(ctx context.Context, id string, f *journal.Fence, rows []journal.EventRow, now time.Time) (int64, error) {
 	var last int64
 	err := d.call("FinishStream", func() (err error) { last, err = d.Driver.FinishStream(ctx, id, f, rows, now); return err })

@@ -480,6 +480,11 @@ func (d *countingDriver) AppendEvents(ctx context.Context, f *journal.Fence, a j
 	return d.Driver.AppendEvents(ctx, f, a)
 }
 
+// AppendBatch counts every append of a batch as a write of its own.
+func (d *countingDriver) AppendBatch(ctx context.Context, batch []journal.FencedAppend) []error {
+	return journal.AppendEach(ctx, d, batch)
+}
+
 func (d *countingDriver) FinishStream(ctx context.Context, id string, f *journal.Fence, rows []journal.EventRow, now time.Time) (int64, error) {
 	d.writes.Add(1)
 	return d.Driver.FinishStream(ctx, id, f, rows, now)

@@ -75,6 +75,12 @@ func (d *Driver) AppendEvents(_ context.Context, f *journal.Fence, a journal.App
 	return nil
 }
 
+// AppendBatch implements journal.Driver: memory commits nothing, so each append is
+// stored on its own.
+func (d *Driver) AppendBatch(ctx context.Context, batch []journal.FencedAppend) []error {
+	return journal.AppendEach(ctx, d, batch)
+}
+
 // appendLocked stores a's rows, all or none, and its reservation, and returns the
 // stream. fenced applies the lease check of a durable run's stream. d.mu must be held.
 func (d *Driver) appendLocked(f *journal.Fence, a journal.Append, fenced bool) (*streamEntry, error) {

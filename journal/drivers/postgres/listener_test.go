@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -58,4 +59,81 @@ func TestListenerReconnects(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait("append after reconnect")
+}
+
+// TestBatchedAppendWakesOtherInstances checks that a batched append wakes another
+// instance's followers of each of its streams, whose ids may hold any character, and
+// that the notifications of a batch too large for one payload are all sent.
+func TestBatchedAppendWakesOtherInstances(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := dsn(t)
+	prefix := uniquePrefix()
+	writer := newDriver(t, openDB(t), prefix)
+	follower, err := postgres.New(openDB(t), postgres.Options{TablePrefix: prefix, PollInterval: time.Hour,
+		Listener: func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, url) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = follower.Close() })
+
+	ids := []string{`a "quoted", \ id`, "[not json", "plain"}
+	for i := range 400 { // about 12 KB of ids: more than one payload
+		ids = append(ids, fmt.Sprintf("stream-with-a-longish-id-%04d", i))
+	}
+	batch := make([]journal.FencedAppend, len(ids))
+	wakes := make([]<-chan struct{}, len(ids))
+	for i, id := range ids {
+		if err := writer.CreateStream(ctx, journal.Stream{ID: id, CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		var cancel func()
+		wakes[i], cancel = follower.Subscribe(id)
+		defer cancel()
+		batch[i] = journal.FencedAppend{Append: journal.Append{StreamID: id, Rows: []journal.EventRow{{Seq: 1, Event: json.RawMessage(`{"type":"RUN_STARTED"}`)}}}}
+	}
+	// A follower of a stream outside the batch must not be woken by it.
+	if err := writer.CreateStream(ctx, journal.Stream{ID: "bystander", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	bystander, cancel := follower.Subscribe("bystander")
+	defer cancel()
+	// The listener wakes everyone once it is connected; drain that first.
+	select {
+	case <-wakes[0]:
+	case <-time.After(20 * time.Second):
+		t.Fatal("listener did not connect")
+	}
+	for _, w := range append(wakes[1:], bystander) {
+		select {
+		case <-w:
+		default:
+		}
+	}
+	for i, err := range writer.AppendBatch(ctx, batch) {
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	for i, w := range wakes {
+		select {
+		case <-w:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("follower of %q not woken by the batch", ids[i])
+		}
+	}
+	// Notifications arrive in commit order: once a later append's has, the batch's all have.
+	if err := writer.AppendEvents(ctx, nil, journal.Append{StreamID: "plain", Rows: []journal.EventRow{{Seq: 2, Event: json.RawMessage(`{"type":"RUN_FINISHED"}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-wakes[2]:
+	case <-time.After(20 * time.Second):
+		t.Fatal("follower of plain not woken by a later append")
+	}
+	select {
+	case <-bystander:
+		t.Fatal("a follower of a stream outside the batch was woken by it")
+	default:
+	}
 }

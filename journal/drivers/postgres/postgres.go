@@ -8,7 +8,9 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +41,9 @@ type Driver struct {
 	db      *bun.DB
 	opts    Options
 	channel string
+	// batchChannel carries the notifications of batched appends, each a JSON array of
+	// stream ids.
+	batchChannel string
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -65,9 +70,9 @@ func New(db *bun.DB, opts Options) (*Driver, error) {
 	if opts.Listener != nil {
 		caps |= journal.CapCrossProcessWakeups
 	}
-	d := &Driver{db: db, opts: opts, channel: opts.TablePrefix + "events"}
+	d := &Driver{db: db, opts: opts, channel: opts.TablePrefix + "events", batchChannel: opts.TablePrefix + "events_batch"}
 	st, err := sqlstore.New(db, opts.TablePrefix, sqlstore.Dialect{
-		LockShare: " FOR SHARE", LockUpdate: " FOR UPDATE", Dollar: true, Caps: caps, AfterCommit: d.notify,
+		LockShare: " FOR SHARE", LockUpdate: " FOR UPDATE", Dollar: true, Caps: caps, AfterCommit: d.notify, NotifyBatch: d.notifyBatch,
 	})
 	if err != nil {
 		return nil, err
@@ -83,6 +88,60 @@ func (d *Driver) notify(ctx context.Context, streamID string) {
 		return
 	}
 	_, _ = d.db.DB.ExecContext(ctx, `SELECT pg_notify($1, $2)`, d.channel, streamID)
+}
+
+// notifyBatch queues, inside a write's transaction, the notifications of the streams
+// (or topics) it wakes, sent when it commits: on the batch channel, each payload a JSON
+// array of as many ids as fit Postgres' payload limit, so every listener receives one
+// notification a commit rather than one a stream, and the write needs no transaction of
+// its own for them. One statement sends them all.
+func (d *Driver) notifyBatch(ctx context.Context, tx sqlstore.Execer, ids []string) error {
+	if d.opts.Listener == nil {
+		return nil
+	}
+	var payloads []string
+	b := []byte{'['}
+	for _, id := range ids {
+		q, err := json.Marshal(id)
+		if err != nil {
+			return err
+		}
+		if len(b) > 1 && len(b)+len(q)+2 > maxPayload {
+			payloads = append(payloads, string(append(b, ']')))
+			b = b[:1]
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, q...)
+	}
+	payloads = append(payloads, string(append(b, ']')))
+	_, err := tx.ExecContext(ctx, `SELECT pg_notify(?, x) FROM unnest(CAST(? AS TEXT[])) AS x`, d.batchChannel, textArray(payloads))
+	return err
+}
+
+// maxPayload keeps a batch notification under Postgres' 8,000-byte payload limit.
+const maxPayload = 7900
+
+// textArray writes ss as a Postgres array literal, every element quoted.
+func textArray(ss []string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, s := range ss {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		for _, r := range s {
+			if r == '"' || r == '\\' {
+				b.WriteByte('\\')
+			}
+			b.WriteRune(r)
+		}
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 // reconcile runs the listener while anyone is subscribed, and stops it one PollInterval
@@ -156,7 +215,7 @@ func (d *Driver) listen(ctx context.Context, done chan struct{}) {
 		if d.opts.Listener != nil {
 			conn, err = d.opts.Listener(ctx)
 			if err == nil {
-				_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{d.channel}.Sanitize())
+				_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{d.channel}.Sanitize()+"; LISTEN "+pgx.Identifier{d.batchChannel}.Sanitize())
 				if err != nil {
 					_ = conn.Close(context.Background())
 				}
@@ -187,6 +246,14 @@ func (d *Driver) receive(ctx context.Context, conn *pgx.Conn) {
 		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		switch {
+		case err == nil && n.Channel == d.batchChannel:
+			var ids []string
+			if json.Unmarshal([]byte(n.Payload), &ids) != nil {
+				hub.NotifyAll() // not ours to read: wake everyone rather than miss one
+			}
+			for _, id := range ids {
+				hub.Notify(id)
+			}
 		case err == nil:
 			hub.Notify(n.Payload)
 		case ctx.Err() != nil:

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -17,11 +18,35 @@ import (
 // appendChunk bounds the rows of one INSERT statement.
 const appendChunk = 200
 
-// notify wakes in-process subscribers and runs the dialect's after-commit hook.
+// notify wakes in-process subscribers and runs the dialect's after-commit hook: for a
+// write made outside a transaction of the store's.
 func (s *Store) notify(ctx context.Context, streamID string) {
 	s.hub.Notify(streamID)
 	if s.dia.AfterCommit != nil {
 		s.dia.AfterCommit(context.WithoutCancel(ctx), streamID)
+	}
+}
+
+// wakeIn queues, inside tx, the notifications that wake other processes' subscribers of
+// ids when tx commits (one statement on Postgres, which sends them at the commit, so the
+// write costs no transaction of its own for them). [Store.woken] must follow the commit.
+func (s *Store) wakeIn(ctx context.Context, tx *txq, ids ...string) error {
+	if s.dia.NotifyBatch == nil || len(ids) == 0 {
+		return nil
+	}
+	return s.dia.NotifyBatch(ctx, tx, ids)
+}
+
+// woken wakes the in-process subscribers of ids after a commit whose transaction queued
+// the other processes' notifications (wakeIn); where the dialect cannot queue them, it
+// runs notify.
+func (s *Store) woken(ctx context.Context, ids ...string) {
+	for _, id := range ids {
+		if s.dia.NotifyBatch != nil {
+			s.hub.Notify(id)
+		} else {
+			s.notify(ctx, id)
+		}
 	}
 }
 
@@ -75,7 +100,8 @@ func (s *Store) GetStream(ctx context.Context, id string) (journal.Stream, error
 func (s *Store) FinishStream(ctx context.Context, id string, f *journal.Fence, rows []journal.EventRow, now time.Time) (int64, error) {
 	var last int64
 	var err error
-	if f == nil && len(rows) == 0 {
+	inTx := f != nil || len(rows) > 0
+	if !inTx {
 		q := `UPDATE ` + s.streams + ` SET finished_at = COALESCE(finished_at, ?) WHERE id = ?
 			RETURNING (SELECT COALESCE(MAX(seq), 0) FROM ` + s.events + ` WHERE stream_id = ?)`
 		read := func(r *sql.Row) error {
@@ -98,14 +124,20 @@ func (s *Store) FinishStream(ctx context.Context, id string, f *journal.Fence, r
 			if last, err = s.appendTx(ctx, tx, f, journal.Append{StreamID: id, Rows: rows, Reserve: keepReservation}, false); err != nil {
 				return err
 			}
-			_, err = tx.ExecContext(ctx, `UPDATE `+s.streams+` SET finished_at = COALESCE(finished_at, ?) WHERE id = ?`, ns(now), id)
-			return err
+			if _, err = tx.ExecContext(ctx, `UPDATE `+s.streams+` SET finished_at = COALESCE(finished_at, ?) WHERE id = ?`, ns(now), id); err != nil {
+				return err
+			}
+			return s.wakeIn(ctx, tx, id)
 		})
 	}
 	if err != nil {
 		return 0, err
 	}
-	s.notify(ctx, id)
+	if inTx {
+		s.woken(ctx, id)
+	} else {
+		s.notify(ctx, id)
+	}
 	return last, nil
 }
 
@@ -115,14 +147,16 @@ const keepReservation = -1
 // AppendEvents implements journal.Driver.
 func (s *Store) AppendEvents(ctx context.Context, f *journal.Fence, a journal.Append) error {
 	err := s.tx(ctx, func(ctx context.Context, tx *txq) error {
-		_, err := s.appendTx(ctx, tx, f, a, false)
-		return err
+		if _, err := s.appendTx(ctx, tx, f, a, false); err != nil || len(a.Rows) == 0 {
+			return err
+		}
+		return s.wakeIn(ctx, tx, a.StreamID)
 	})
 	if err != nil {
 		return err
 	}
 	if len(a.Rows) > 0 {
-		s.notify(ctx, a.StreamID)
+		s.woken(ctx, a.StreamID)
 	}
 	return nil
 }
@@ -154,18 +188,8 @@ func (s *Store) appendTx(ctx context.Context, tx *txq, f *journal.Fence, a journ
 			}
 		}
 	}
-	base := last
-	if len(rows) > 0 && rows[0].Seq == reserved+1 && reserved > last {
-		base = reserved // a writer continuing after one that died: past its reservation
-	}
-	for i, r := range rows {
-		want := base + int64(i) + 1
-		if r.Seq < want {
-			return 0, journal.ErrSeqExists
-		}
-		if r.Seq > want {
-			return 0, journal.ErrSeqGap
-		}
+	if err := checkSeqs(rows, last, reserved); err != nil {
+		return 0, err
 	}
 	if a.Reserve != reserved && a.Reserve != keepReservation {
 		if _, err := tx.ExecContext(ctx, `UPDATE `+s.streams+` SET reserved = ? WHERE id = ?`, a.Reserve, streamID); err != nil {
@@ -175,45 +199,74 @@ func (s *Store) appendTx(ctx context.Context, tx *txq, f *journal.Fence, a journ
 	if len(rows) == 0 {
 		return last, nil
 	}
-	last = rows[len(rows)-1].Seq
+	if err := s.insertEvents(ctx, tx, []storedAppend{{streamID, rows}}); err != nil {
+		return 0, err
+	}
+	return rows[len(rows)-1].Seq, nil
+}
+
+// storedAppend is rows of one stream to insert.
+type storedAppend struct {
+	streamID string
+	rows     []journal.EventRow
+}
+
+// insertEvents inserts the rows of every append inside tx; ErrSeqExists when any of
+// them is already stored (the caller then undoes the transaction).
+func (s *Store) insertEvents(ctx context.Context, tx *txq, as []storedAppend) error {
+	const insert = `INSERT INTO %s (stream_id, seq, event) VALUES %s ON CONFLICT (stream_id, seq) DO NOTHING`
 	if s.dia.Prepare {
 		// Where statements are parsed locally and run without a round trip (SQLite),
 		// one prepared single-row INSERT per row is cheapest.
-		insert := `INSERT INTO ` + s.events + ` (stream_id, seq, event) VALUES (?,?,?) ON CONFLICT (stream_id, seq) DO NOTHING`
-		st := tx.stmt(ctx, insert) // bound to the transaction once, not per row
-		for _, r := range rows {
-			var res sql.Result
-			var err error
-			if st != nil {
-				res, err = st.ExecContext(ctx, streamID, r.Seq, string(r.Event))
-			} else {
-				res, err = tx.ExecContext(ctx, insert, streamID, r.Seq, string(r.Event))
-			}
-			if err != nil {
-				return 0, err
-			}
-			if n, _ := res.RowsAffected(); n != 1 {
-				return 0, journal.ErrSeqExists
+		one := fmt.Sprintf(insert, s.events, "(?,?,?)")
+		st := tx.stmt(ctx, one) // bound to the transaction once, not per row
+		for _, a := range as {
+			for _, r := range a.rows {
+				var res sql.Result
+				var err error
+				if st != nil {
+					res, err = st.ExecContext(ctx, a.streamID, r.Seq, string(r.Event))
+				} else {
+					res, err = tx.ExecContext(ctx, one, a.streamID, r.Seq, string(r.Event))
+				}
+				if err != nil {
+					return err
+				}
+				if n, _ := res.RowsAffected(); n != 1 {
+					return journal.ErrSeqExists
+				}
 			}
 		}
-		return last, nil
+		return nil
 	}
-	for start := 0; start < len(rows); start += appendChunk {
-		chunk := rows[start:min(start+appendChunk, len(rows))]
-		args := make([]any, 0, 3*len(chunk))
-		for _, r := range chunk {
-			args = append(args, streamID, r.Seq, string(r.Event))
+	// Elsewhere, multi-row INSERTs of up to appendChunk rows, across streams.
+	args := make([]any, 0, 3*appendChunk)
+	flush := func() error {
+		n := len(args) / 3
+		if n == 0 {
+			return nil
 		}
-		res, err := tx.execText(ctx, `INSERT INTO `+s.events+` (stream_id, seq, event) VALUES `+placeholders(len(chunk), 3)+
-			` ON CONFLICT (stream_id, seq) DO NOTHING`, args...)
+		res, err := tx.execText(ctx, fmt.Sprintf(insert, s.events, placeholders(n, 3)), args...)
+		args = args[:0]
 		if err != nil {
-			return 0, err
+			return err
 		}
-		if n, _ := res.RowsAffected(); n != int64(len(chunk)) {
-			return 0, journal.ErrSeqExists
+		if got, _ := res.RowsAffected(); got != int64(n) {
+			return journal.ErrSeqExists
+		}
+		return nil
+	}
+	for _, a := range as {
+		for _, r := range a.rows {
+			args = append(args, a.streamID, r.Seq, string(r.Event))
+			if len(args) == 3*appendChunk {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
 		}
 	}
-	return last, nil
+	return flush()
 }
 
 // ReadEvents implements journal.Driver.
@@ -386,12 +439,14 @@ func (s *Store) CloseStream(ctx context.Context, id string, event json.RawMessag
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+s.events+` WHERE stream_id = ? AND seq <= ?`, id, max(last, reserved)); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE `+s.streams+` SET finished_at = COALESCE(finished_at, ?), reserved = 0 WHERE id = ?`, ns(now), id)
-		return err
+		if _, err = tx.ExecContext(ctx, `UPDATE `+s.streams+` SET finished_at = COALESCE(finished_at, ?), reserved = 0 WHERE id = ?`, ns(now), id); err != nil {
+			return err
+		}
+		return s.wakeIn(ctx, tx, id)
 	})
 	if err != nil {
 		return err
 	}
-	s.notify(ctx, id)
+	s.woken(ctx, id)
 	return nil
 }

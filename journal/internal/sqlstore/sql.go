@@ -14,10 +14,13 @@ import (
 // text stays the same from call to call, so drivers that cache prepared statements
 // (pgx) reuse them, and values never pass through string formatting.
 
-// execer is what fenced writes need from the store or a transaction.
-type execer interface {
+// Execer is what fenced writes need from the store or a transaction, and what a
+// [Dialect]'s NotifyBatch is given.
+type Execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
+
+type execer = Execer
 
 // rebinds caches ?-to-$n rewrites per statement text.
 var rebinds sync.Map

@@ -32,6 +32,13 @@ type Dialect struct {
 	Dollar bool
 	// AfterCommit is called with a stream id after rows were committed (Postgres NOTIFY).
 	AfterCommit func(ctx context.Context, streamID string)
+	// NotifyBatch, when set, is called inside a write transaction (an append, a batch of
+	// them, a step, a stream's end, a signal or a publish) with the ids whose
+	// subscribers it wakes, and queues their notifications to other processes, sent at
+	// its commit: no transaction of their own, one statement for a batch of any size.
+	// AfterCommit then serves only the writes made outside a transaction. Statements it
+	// runs use ? placeholders.
+	NotifyBatch func(ctx context.Context, tx Execer, ids []string) error
 	// Prepare keeps one prepared statement per statement text for the calls made outside
 	// transactions. It pays where the driver would parse the SQL on every call (SQLite);
 	// pgx already caches prepared statements per connection.
@@ -339,14 +346,12 @@ func (s *Store) InsertStep(ctx context.Context, f journal.Fence, st journal.Step
 				return err
 			}
 		}
-		return nil
+		return s.wakeIn(ctx, tx, appended(w)...)
 	})
 	if err != nil {
 		return err
 	}
-	for _, a := range w.Appends {
-		s.notify(ctx, a.StreamID)
-	}
+	s.woken(ctx, appended(w)...)
 	return nil
 }
 
@@ -525,3 +530,12 @@ func placeholders(n, w int) string {
 
 // Hub returns the in-process wake-up hub (Postgres feeds it from LISTEN).
 func (s *Store) Hub() *wake.Hub { return s.hub }
+
+// appended lists the streams a step's write appends to.
+func appended(w journal.StepWrites) []string {
+	ids := make([]string, len(w.Appends))
+	for i, a := range w.Appends {
+		ids[i] = a.StreamID
+	}
+	return ids
+}

@@ -137,13 +137,15 @@ func (s *Store) SetSignal(ctx context.Context, topic string, value json.RawMessa
 		if err != nil {
 			return err
 		}
-		runnable, err = s.approveWaiters(ctx, tx, topic, out.Version, value, now)
-		return err
+		if runnable, err = s.approveWaiters(ctx, tx, topic, out.Version, value, now); err != nil {
+			return err
+		}
+		return s.wakeIn(ctx, tx, topic)
 	})
 	if err != nil {
 		return journal.TopicValue{}, nil, err
 	}
-	s.notify(ctx, topic)
+	s.woken(ctx, topic)
 	return out, runnable, nil
 }
 
@@ -179,13 +181,15 @@ func (s *Store) Publish(ctx context.Context, topic string, payload json.RawMessa
 			topic, seq, string(payload), ns(now)); err != nil {
 			return err
 		}
-		runnable, err = s.approveWaiters(ctx, tx, topic, seq, nil, now)
-		return err
+		if runnable, err = s.approveWaiters(ctx, tx, topic, seq, nil, now); err != nil {
+			return err
+		}
+		return s.wakeIn(ctx, tx, topic)
 	})
 	if err != nil {
 		return 0, nil, err
 	}
-	s.notify(ctx, topic)
+	s.woken(ctx, topic)
 	return seq, runnable, nil
 }
 
