@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/bbc28f59/engine"
-	"github.com/bbc28f59/engine/ai"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
@@ -87,15 +86,6 @@ func (t *telemetry) serverSpan(def *engine.FlowDef, next engine.HandlerFunc) eng
 			t.m.httpDuration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(mattrs...))
 		}
 		return out, err
-	}
-}
-
-// handlerScope is the inner interceptor, around every execution of a handler (a resumed
-// durable run's included): it hands the agent loop the observer that makes its spans.
-func (t *telemetry) handlerScope(def *engine.FlowDef, next engine.HandlerFunc) engine.HandlerFunc {
-	obs := &agentObserver{t: t}
-	return func(fx *engine.Fx, in any) (any, error) {
-		return next(fx.WithContext(ai.WithObserver(fx.Context(), obs)), in)
 	}
 }
 

@@ -1,0 +1,31 @@
+package journal
+
+import "context"
+
+// Tracer carries trace context through the journal, for a tracer that ties the
+// executions of a run together (package telemetry is one). A park stored in a context
+// carrying a Tracer keeps the trace context of the execution that parked
+// ([ParkRecord.Trace]), a decision the one of its maker ([Decision.Trace]): the execution
+// that resumes the run, on whichever instance, finds both among its [Run.Parks]. The
+// journal treats trace contexts as opaque text.
+type Tracer interface {
+	// TraceContext returns the trace context of the work ctx belongs to (for example a
+	// W3C traceparent), or "" for none.
+	TraceContext(ctx context.Context) string
+	// Decided is called in the decider's context once decision d of park is stored, so
+	// the decider's span can link to the span that parked.
+	Decided(ctx context.Context, park ParkRecord, d Decision)
+}
+
+type tracerKey struct{}
+
+// WithTracer returns ctx carrying t.
+func WithTracer(ctx context.Context, t Tracer) context.Context {
+	return context.WithValue(ctx, tracerKey{}, t)
+}
+
+// TracerOf returns the tracer ctx carries, or nil.
+func TracerOf(ctx context.Context) Tracer {
+	t, _ := ctx.Value(tracerKey{}).(Tracer)
+	return t
+}
