@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai"
@@ -40,8 +41,12 @@ func (t *telemetry) TraceContext(ctx context.Context) string {
 func (t *telemetry) Decided(ctx context.Context, park journal.ParkRecord, d journal.Decision) {
 	kind := keyKind.String(string(d.Kind))
 	t.m.decisions.Add(ctx, 1, metric.WithAttributes(kind))
-	if !d.DecidedAt.IsZero() && !park.CreatedAt.IsZero() {
-		t.m.decisionWait.Record(ctx, d.DecidedAt.Sub(park.CreatedAt).Seconds(), metric.WithAttributes(kind))
+	if !park.CreatedAt.IsZero() {
+		at := d.DecidedAt
+		if at.IsZero() {
+			at = time.Now() // stored just now, at the journal's time
+		}
+		t.m.decisionWait.Record(ctx, at.Sub(park.CreatedAt).Seconds(), metric.WithAttributes(kind))
 	}
 	span := trace.SpanFromContext(ctx)
 	if sc := spanContextOf(park.Trace); sc.IsValid() && span.IsRecording() {
@@ -78,7 +83,9 @@ func (t *telemetry) resumeSpan(ctx context.Context, def *engine.FlowDef, run *jo
 			latest = d
 		}
 	}
-	slices.SortFunc(links, func(a, b trace.Link) int { return strings.Compare(a.SpanContext.SpanID().String(), b.SpanContext.SpanID().String()) })
+	slices.SortFunc(links, func(a, b trace.Link) int {
+		return strings.Compare(a.SpanContext.SpanID().String(), b.SpanContext.SpanID().String())
+	})
 	if latest != nil {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, spanContextOf(latest.Trace))
 	}

@@ -1,0 +1,212 @@
+package telemetry_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/ai"
+	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/ai/providers/scripted"
+	"github.com/bbc28f59/engine/clientx"
+	"github.com/bbc28f59/engine/clientx/agent"
+	"github.com/bbc28f59/engine/durable"
+	"github.com/bbc28f59/engine/internal/testenv"
+	"github.com/bbc28f59/engine/journal"
+	"github.com/bbc28f59/engine/telemetry"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+type (
+	transferIn struct {
+		To     string `json:"to"`
+		Amount int    `json:"amount"`
+	}
+	transferOut struct {
+		OK bool `json:"ok"`
+	}
+	decideIn struct {
+		ID string `json:"id"`
+	}
+)
+
+var (
+	bankUnit = engine.NewUnit("bank")
+	transfer = engine.Define[transferIn, transferOut](bankUnit, "transfer", engine.Public(), engine.Describe("Move money."))
+	deskUnit = engine.NewUnit("desk")
+	deskChat = engine.DefineStream[chatIn, agui.Event, ai.RunResult](deskUnit, "chat", engine.POST("/desk/chat"), engine.Public(), engine.Durable())
+	decide   = engine.Define[decideIn, ai.Decided](deskUnit, "decide", engine.POST("/desk/decide"), engine.Public())
+)
+
+// bankApp is one instance of a bank whose teller agent parks a transfer for approval,
+// on the journal driver d, reporting to rec.
+func bankApp(t *testing.T, rec *recorder, d journal.Driver, owner string, turns ...scripted.Turn) *httptest.Server {
+	t.Helper()
+	j, err := journal.New(d, journal.Options{Owner: owner, PollInterval: time.Hour, CleanupInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	teller := ai.Agent("teller", ai.Model("default", scripted.New(turns...), "scripted-1"), ai.Tools(transfer), 4)
+	app, err := engine.New(
+		engine.WithLogger(slog.New(slog.DiscardHandler)),
+		durable.With(j),
+		ai.Install(ai.Options{}),
+		telemetry.New(rec.options(false)), // after durable.With: it wraps resumed executions too
+		engine.Bind(transfer, func(*engine.Fx, transferIn) (transferOut, error) { return transferOut{OK: true}, nil },
+			ai.Approval(func(in transferIn) bool { return in.Amount > 100 })),
+		engine.BindStream(deskChat, func(fx *engine.Fx, in chatIn, out *engine.Stream[agui.Event]) (ai.RunResult, error) {
+			return ai.Stream(fx, teller, in.Message, out, ai.RunOptions{})
+		}),
+		engine.Bind(decide, func(fx *engine.Fx, in decideIn) (ai.Decided, error) {
+			err := ai.Approve(fx, in.ID, nil)
+			return ai.Decided{OK: err == nil}, err
+		}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Close(context.Background()) })
+	srv := httptest.NewServer(app.Handler())
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// A durable agent run parks on instance A for the approval of a tool call; the approval
+// is decided on instance B (sharing A's Postgres journal), which resumes the run. The
+// resumed run's spans are in the decision's trace, under a span linked to the span
+// that parked the run, and the decision's span links to it too.
+func TestParkOnOneInstanceResumeOnAnother(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.PostgresDSN(t, "the trace of a run parked on one instance and resumed on another")
+	prefix := "tel_" + testenv.RandomHex(5) + "_"
+	da, _ := testenv.PostgresJournal(t, dsn, prefix, true)
+	db, _ := testenv.PostgresJournal(t, dsn, prefix, false)
+	recA, recB := newRecorder(t), newRecorder(t)
+	turns := []scripted.Turn{
+		{ToolCalls: []ai.ToolCall{{ID: "call_pay", Name: "bank_transfer", Arguments: `{"to":"bob","amount":500}`}}},
+		{Text: "Sent."},
+	}
+	a := bankApp(t, recA, da, "a", turns...)
+	b := bankApp(t, recB, db, "b", turns...)
+
+	// Instance A: the run parks, answered by an interrupt.
+	ctx, caller := recA.tp.Tracer("test").Start(t.Context(), "user asks")
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, a.URL+"/desk/chat", strings.NewReader(`{"message":"send bob 500"}`))
+	req.Header.Set("traceparent", "00-"+caller.SpanContext().TraceID().String()+"-"+caller.SpanContext().SpanID().String()+"-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var interrupt string
+	for ev, err := range agent.ReadAgentEventsResponse(resp) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rf, ok := ev.(agui.RunFinished); ok && rf.Outcome != nil && len(rf.Outcome.Interrupts) == 1 {
+			interrupt = rf.Outcome.Interrupts[0].ID
+		}
+	}
+	caller.End()
+	if interrupt == "" {
+		t.Fatal("the run did not park")
+	}
+	chatA := recA.one(t, "POST /desk/chat")
+	parking := recA.one(t, "invoke_agent teller")
+	if chatA.SpanContext.TraceID() != caller.SpanContext().TraceID() || parking.Parent.SpanID() != chatA.SpanContext.SpanID() {
+		t.Fatal("instance A's spans are not one trace under the caller's span")
+	}
+	wantAttr(t, parking, "engine.run.parked", true)
+
+	// Instance B: an approver decides; B resumes the run.
+	cb, err := clientx.New(b.URL, clientx.WithRoutes(engine.RoutesOf(deskUnit)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, approver := recB.tp.Tracer("test").Start(t.Context(), "approver clicks")
+	if res := clientx.Call(actx, cb, decide, decideIn{ID: interrupt}); res.Error != nil {
+		t.Fatalf("decide: %v", res.Error)
+	}
+	approver.End()
+	var runB tracetest.SpanStub
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if got := recB.named("resume desk.chat"); len(got) == 1 {
+			runB = got[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("instance B recorded no resumed run")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	decision := recB.one(t, "POST /desk/decide")
+	if decision.SpanContext.TraceID() != approver.SpanContext().TraceID() {
+		t.Fatal("the decision's span is not in the approver's trace")
+	}
+	wantLink(t, decision, parking.SpanContext)
+	if runB.SpanContext.TraceID() != decision.SpanContext.TraceID() || runB.Parent.SpanID() != decision.SpanContext.SpanID() {
+		t.Fatalf("the resumed run's span (parent %v) is not a child of the decision's span %v", runB.Parent, decision.SpanContext)
+	}
+	wantLink(t, runB, parking.SpanContext)
+	if runB.SpanKind != trace.SpanKindConsumer {
+		t.Fatalf("resume span kind %v", runB.SpanKind)
+	}
+	resumed := recB.one(t, "invoke_agent teller")
+	wantAttr(t, resumed, "engine.run.resumed", true)
+	if resumed.Status.Description != "" {
+		t.Fatalf("the resumed run failed: %s", resumed.Status.Description)
+	}
+	wantAttr(t, resumed, "engine.run.stop_reason", "completed")
+	tool := recB.one(t, "execute_tool bank.transfer")
+	chatB := recB.one(t, "chat scripted-1")
+	for _, s := range []tracetest.SpanStub{resumed, tool, chatB} {
+		if s.SpanContext.TraceID() != decision.SpanContext.TraceID() {
+			t.Fatalf("%s is not in the decision's trace", s.Name)
+		}
+	}
+	if resumed.Parent.SpanID() != runB.SpanContext.SpanID() || tool.Parent.SpanID() != resumed.SpanContext.SpanID() {
+		t.Fatal("the resumed run's spans are not nested under the resume span")
+	}
+	wantAttr(t, tool, "gen_ai.tool.call.id", "call_pay")
+
+	// Metrics: one park counted on A, one approval decided on B with its wait.
+	parks := recA.metric(t, "engine.durable.parks").(metricdata.Sum[int64])
+	if len(parks.DataPoints) != 1 || parks.DataPoints[0].Value != 1 {
+		t.Fatalf("parks %+v", parks.DataPoints)
+	}
+	decided := recB.metric(t, "engine.durable.decisions").(metricdata.Sum[int64])
+	if len(decided.DataPoints) != 1 || decided.DataPoints[0].Value != 1 {
+		t.Fatalf("decisions %+v", decided.DataPoints)
+	}
+	wait := recB.metric(t, "engine.durable.decision.wait").(metricdata.Histogram[float64])
+	if len(wait.DataPoints) != 1 || wait.DataPoints[0].Count != 1 || wait.DataPoints[0].Sum <= 0 {
+		t.Fatalf("decision wait %+v", wait.DataPoints)
+	}
+	runs := recB.metric(t, "engine.agent.runs").(metricdata.Sum[int64])
+	if b, _ := json.Marshal(runs.DataPoints); !strings.Contains(string(b), "completed") {
+		t.Fatalf("runs %s", b)
+	}
+}
+
+// wantLink fails unless s links to sc.
+func wantLink(t *testing.T, s tracetest.SpanStub, sc trace.SpanContext) {
+	t.Helper()
+	for _, l := range s.Links {
+		if l.SpanContext.TraceID() == sc.TraceID() && l.SpanContext.SpanID() == sc.SpanID() {
+			return
+		}
+	}
+	t.Fatalf("span %s has links %+v, none to %v", s.Name, s.Links, sc)
+}
