@@ -129,4 +129,3 @@ func TestTelemetryExportsOverOTLP(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
-
