@@ -59,7 +59,9 @@ func (o *agentObserver) AgentRun(ctx context.Context, run ai.RunInfo) (context.C
 		case e.StopReason != "":
 			status = e.StopReason
 		}
-		o.t.m.agentRuns.Add(ctx, 1, metric.WithAttributes(keyAgentName.String(run.Agent), keyStatus2.String(status)))
+		if o.t.m.agentRuns.Enabled(ctx) {
+			o.t.m.agentRuns.Add(ctx, 1, metric.WithAttributes(keyAgentName.String(run.Agent), keyStatus2.String(status)))
+		}
 		if span.IsRecording() {
 			span.SetAttributes(usageAttrs(e.Usage)...)
 			span.SetAttributes(keyCost.Float64(e.Cost), keyParked.Bool(e.Parked))
@@ -88,16 +90,8 @@ func (o *agentObserver) ModelCall(ctx context.Context, call ai.ModelCallInfo) (c
 		span.SetAttributes(keyInput.String(jsonString(call.Request.Messages)))
 	}
 	return ctx, func(e ai.ModelCallEnd) {
-		base := []attribute.KeyValue{keyOperation.String("chat"), keyProvider.String(call.Provider), keyReqModel.String(model)}
-		if e.Err != nil {
-			base = append(base, keyError.String(errorType(e.Err)))
-		}
-		o.t.m.genaiDuration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(base...))
-		if e.Usage.InputTokens != nil {
-			o.t.m.tokenUsage.Record(ctx, *e.Usage.InputTokens, metric.WithAttributes(append(base[:3:3], keyTokenType.String("input"))...))
-		}
-		if e.Usage.OutputTokens != nil {
-			o.t.m.tokenUsage.Record(ctx, *e.Usage.OutputTokens, metric.WithAttributes(append(base[:3:3], keyTokenType.String("output"))...))
+		if o.t.m.enabled(ctx) {
+			o.t.recordModelCall(ctx, call.Provider, model, time.Since(start), e)
 		}
 		if span.IsRecording() {
 			span.SetAttributes(keyRespModel.String(model), keyCost.Float64(e.Cost))
@@ -172,4 +166,19 @@ func jsonString(v any) string {
 		return ""
 	}
 	return string(b)
+}
+
+// recordModelCall records a model call's duration and tokens.
+func (t *telemetry) recordModelCall(ctx context.Context, provider, model string, d time.Duration, e ai.ModelCallEnd) {
+	base := []attribute.KeyValue{keyOperation.String("chat"), keyProvider.String(provider), keyReqModel.String(model)}
+	if e.Usage.InputTokens != nil {
+		t.m.tokenUsage.Record(ctx, *e.Usage.InputTokens, metric.WithAttributes(append(base[:3:3], keyTokenType.String("input"))...))
+	}
+	if e.Usage.OutputTokens != nil {
+		t.m.tokenUsage.Record(ctx, *e.Usage.OutputTokens, metric.WithAttributes(append(base[:3:3], keyTokenType.String("output"))...))
+	}
+	if e.Err != nil {
+		base = append(base, keyError.String(errorType(e.Err)))
+	}
+	t.m.genaiDuration.Record(ctx, d.Seconds(), metric.WithAttributes(base...))
 }

@@ -102,7 +102,11 @@ func (t *telemetry) handlerScope(def *engine.FlowDef, next engine.HandlerFunc) e
 	obs := &agentObserver{t: t}
 	flow := keyFlow.String(def.ID())
 	return func(fx *engine.Fx, in any) (any, error) {
-		ctx := journal.WithTracer(ai.WithObserver(fx.Context(), obs), t)
+		ctx := fx.Context()
+		if fx.Request() != nil && !trace.SpanFromContext(ctx).IsRecording() && !t.m.enabled(ctx) {
+			return next(fx, in) // nothing records: the call pays for nothing more
+		}
+		ctx = journal.WithTracer(ai.WithObserver(ctx, obs), t)
 		var span trace.Span
 		if fx.Request() == nil {
 			if run := durable.RunOf(fx); run != nil {
@@ -115,7 +119,7 @@ func (t *telemetry) handlerScope(def *engine.FlowDef, next engine.HandlerFunc) e
 		}
 		out, err := next(fx, in)
 		parked := errors.Is(err, engine.ErrParked)
-		if parked {
+		if parked && t.m.parks.Enabled(ctx) {
 			t.m.parks.Add(ctx, 1, metric.WithAttributes(flow))
 		}
 		if span != nil {

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"context"
 	"errors"
 
 	"go.opentelemetry.io/otel/metric"
@@ -63,3 +64,7 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	add(err)
 	return &i, errors.Join(errs...)
 }
+
+// enabled reports whether the meter provider records anything (one instrument stands
+// for all: they come from one provider).
+func (i *instruments) enabled(ctx context.Context) bool { return i.tokenUsage.Enabled(ctx) }

@@ -24,43 +24,72 @@ const (
 	keyGate   = attribute.Key("engine.gate")
 )
 
+// The start options of the spans of flow calls, made once.
+var (
+	serverOpts   = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+	internalOpts = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+)
+
 // serverSpan is the outer interceptor: one span per flow call, a server span that
 // continues the caller's trace when the call came over HTTP, an internal one for a call
 // made by server code (an agent's tool, a step), and the request-duration metric.
 func (t *telemetry) serverSpan(def *engine.FlowDef, next engine.HandlerFunc) engine.HandlerFunc {
-	flow := keyFlow.String(def.ID())
+	id := def.ID()
+	flow := keyFlow.String(id)
 	streaming := def.Streaming()
+	rpc := "/_engine/" + def.Unit() + "/" + def.Name()
+	tr, hasTrigger := def.Trigger()
+	rpcName, trName := http.MethodPost+" "+rpc, tr.Method+" "+tr.Path // the usual span names, made once
 	return func(fx *engine.Fx, in any) (any, error) {
 		start := time.Now()
 		ctx := fx.Context()
 		r := fx.Request()
 		var name, route string
-		kind := trace.SpanKindInternal
-		attrs := make([]attribute.KeyValue, 0, 8)
-		attrs = append(attrs, flow)
 		if r != nil {
-			ctx = t.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
-			route = routeOf(def, r)
-			name = r.Method + " " + route
-			kind = trace.SpanKindServer
-			attrs = append(attrs, keyMethod.String(r.Method), keyRoute.String(route), keyPath.String(r.URL.Path))
+			if _, sent := r.Header["Traceparent"]; sent || !t.w3c {
+				ctx = t.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
+			}
+			method := http.MethodPost
+			route, name = rpc, rpcName
+			if hasTrigger && r.URL.Path != rpc {
+				route, name, method = tr.Path, trName, tr.Method
+			}
+			if r.Method != method {
+				name = r.Method + " " + route // HEAD for a GET trigger
+			}
 		} else {
-			name = def.ID()
+			name = id
 		}
-		ctx, span := t.tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
-		fx = fx.WithContext(ctx)
-		if sc := span.SpanContext(); sc.IsValid() {
-			fx = fx.WithLogger(logWithTrace(fx.Logger(), sc))
+		opts := internalOpts
+		if r != nil {
+			opts = serverOpts
 		}
-		if streaming && r != nil {
+		sctx, span := t.tracer.Start(ctx, name, opts...)
+		recording := span.IsRecording()
+		if recording {
+			span.SetAttributes(flow)
+			if r != nil {
+				span.SetAttributes(keyMethod.String(r.Method), keyRoute.String(route), keyPath.String(r.URL.Path))
+			}
+		}
+		// Nothing to carry when nothing records and no caller's trace came in: the
+		// call goes on in its own context, for free.
+		if sc := span.SpanContext(); recording || sc.IsValid() {
+			fx = fx.WithContext(sctx)
+			if sc.IsValid() {
+				fx = fx.WithLogger(logWithTrace(fx.Logger(), sc))
+			}
+		}
+		streams := streaming && r != nil && t.m.openStreams.Enabled(ctx)
+		if streams {
 			t.m.openStreams.Add(ctx, 1, metric.WithAttributes(flow))
 		}
 		out, err := next(fx, in)
-		if streaming && r != nil {
+		if streams {
 			t.m.openStreams.Add(ctx, -1, metric.WithAttributes(flow))
 		}
 		status, code, gate := outcome(err)
-		if span.IsRecording() {
+		if recording {
 			if r != nil {
 				span.SetAttributes(keyStatus.Int(status))
 			}
@@ -75,10 +104,10 @@ func (t *telemetry) serverSpan(def *engine.FlowDef, next engine.HandlerFunc) eng
 			}
 		}
 		span.End()
-		if code == engine.CodeRateLimited {
+		if code == engine.CodeRateLimited && t.m.rateLimited.Enabled(ctx) {
 			t.m.rateLimited.Add(ctx, 1, metric.WithAttributes(flow))
 		}
-		if r != nil {
+		if r != nil && t.m.httpDuration.Enabled(ctx) {
 			mattrs := []attribute.KeyValue{keyMethod.String(r.Method), keyRoute.String(route), keyStatus.Int(status), flow}
 			if code != "" {
 				mattrs = append(mattrs, keyError.String(code))
@@ -109,14 +138,4 @@ func outcome(err error) (status int, code, gate string) {
 		gate = d.Gate
 	}
 	return e.HTTPStatus(), e.Code, gate
-}
-
-// routeOf returns the route template the request came in by: the flow's trigger, or its
-// RPC path.
-func routeOf(def *engine.FlowDef, r *http.Request) string {
-	rpc := "/_engine/" + def.Unit() + "/" + def.Name()
-	if tr, ok := def.Trigger(); ok && r.URL.Path != rpc {
-		return tr.Path
-	}
-	return rpc
 }

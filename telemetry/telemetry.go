@@ -55,6 +55,7 @@ func New(o Options) engine.Option {
 type telemetry struct {
 	tracer  trace.Tracer
 	prop    propagation.TextMapPropagator
+	w3c     bool // prop is the W3C Trace Context: no traceparent header, nothing to extract
 	capture bool
 	m       *instruments
 }
@@ -76,7 +77,7 @@ func newTelemetry(o Options) (*telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &telemetry{tracer: tp.Tracer(scope), prop: prop, capture: o.CaptureContent, m: m}, nil
+	return &telemetry{tracer: tp.Tracer(scope), prop: prop, w3c: o.Propagator == nil, capture: o.CaptureContent, m: m}, nil
 }
 
 // logWithTrace returns l annotated with sc's trace and span ids, the attribute names the
