@@ -192,3 +192,58 @@ func TestAgentContentCapture(t *testing.T) {
 		}
 	}
 }
+
+type researchOut struct {
+	Answer string `json:"answer"`
+}
+
+var research = engine.Define[cityIn, researchOut](toolsUnit, "research", engine.Public(), engine.Describe("Ask the researcher."))
+
+// A subagent (an agent run by a tool's flow) nests under the tool call that ran it.
+func TestSubagentSpansNest(t *testing.T) {
+	t.Parallel()
+	rec := newRecorder(t)
+	researcher := ai.Agent("researcher", ai.Model("offline", scripted.New(scripted.Turn{Text: "Oslo is cold."}), "scripted-2"), ai.Tools(), 2)
+	boss := ai.Agent("boss", ai.Model("offline", scripted.New(
+		scripted.Turn{ToolCalls: []ai.ToolCall{{ID: "call_r", Name: "tools_research", Arguments: `{"city":"Oslo"}`}}},
+		scripted.Turn{Text: "Cold."},
+	), "scripted-1"), ai.Tools(research), 4)
+	app, err := engine.New(telemetry.New(rec.options(false)),
+		engine.Bind(research, func(fx *engine.Fx, in cityIn) (researchOut, error) {
+			run, err := ai.Run(fx, researcher, "About "+in.City, ai.RunOptions{})
+			if err != nil {
+				return researchOut{}, err
+			}
+			return researchOut{Answer: string(run.Result().Output)}, nil
+		}),
+		engine.BindStream(ask, func(fx *engine.Fx, in chatIn, out *engine.Stream[agui.Event]) (ai.RunResult, error) {
+			return ai.Stream(fx, boss, in.Message, out, ai.RunOptions{})
+		}),
+		ai.Register(boss, researcher),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(app.Handler())
+	t.Cleanup(srv.Close)
+	resp, err := http.Post(srv.URL+"/chat", "application/json", strings.NewReader(`{"message":"Oslo?"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range agent.ReadAgentEventsResponse(resp) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	tool := rec.one(t, "execute_tool tools.research")
+	call := rec.one(t, "tools.research")
+	sub := rec.one(t, "invoke_agent researcher")
+	subChat := rec.one(t, "chat scripted-2")
+	if call.Parent.SpanID() != tool.SpanContext.SpanID() || sub.Parent.SpanID() != call.SpanContext.SpanID() ||
+		subChat.Parent.SpanID() != sub.SpanContext.SpanID() {
+		t.Fatal("the subagent's spans do not nest under the tool call that ran it")
+	}
+	if sub.SpanContext.TraceID() != rec.one(t, "POST /chat").SpanContext.TraceID() {
+		t.Fatal("the subagent is not in the request's trace")
+	}
+}

@@ -7,7 +7,7 @@ import { fakeServer } from "./helpers.mjs";
 test("traceHeaders sends the active span's traceparent, and nothing without one", async () => {
   const { url, seen, close } = await fakeServer((req, res) => {
     res.writeHead(200, { "Content-Type": "application/json" });
-    res.end(JSON.stringify({ data: { sum: 3 } }));
+    res.end(JSON.stringify({ data: { sum: 3 }, error: null }));
   });
   try {
     let active;
