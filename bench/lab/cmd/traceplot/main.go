@@ -202,7 +202,9 @@ func draw1(insts []*instance) *plot.Plot {
 			rows = append(rows, &row{inst: in.name, s: s})
 		}
 	}
-	slices.SortStableFunc(rows, func(a, b *row) int { return cmp.Or(a.s.StartTime.Compare(b.s.StartTime), strings.Compare(a.s.Name, b.s.Name)) })
+	slices.SortStableFunc(rows, func(a, b *row) int {
+		return cmp.Or(a.s.StartTime.Compare(b.s.StartTime), strings.Compare(a.s.Name, b.s.Name))
+	})
 	t0 := rows[0].s.StartTime
 	ms := func(t time.Time) float64 { return float64(t.Sub(t0).Microseconds()) / 1000 }
 	byID := map[trace.SpanID]*row{}
