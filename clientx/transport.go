@@ -14,9 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/httpx"
 )
@@ -329,10 +326,6 @@ func (t *Transport) setHeaders(ctx context.Context, req *http.Request, hasBody b
 	}
 	for k, vs := range reqHeader {
 		h[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
-	}
-	if trace.SpanContextFromContext(ctx).IsValid() && h.Get("Traceparent") == "" {
-		// The caller's span: the server's span of the call continues its trace.
-		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(h))
 	}
 	if t.auth != nil && t.auth.GetToken != nil {
 		tok, err := t.auth.GetToken(ctx)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
+	"github.com/bbc28f59/engine/clientx/traceparent"
 	"github.com/bbc28f59/engine/telemetry"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -34,7 +35,8 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	c, _ := clientx.ForApp(app, "http://app", clientx.WithDoer(clientx.InProcess(app.Handler())))
+	c, _ := clientx.ForApp(app, "http://app", clientx.WithDoer(clientx.InProcess(app.Handler())),
+		clientx.WithHeaderFunc(traceparent.Headers(nil))) // send the caller's traceparent
 
 	// The caller's span: the client sends its traceparent, the server's span continues it.
 	ctx, caller := tp.Tracer("example").Start(context.Background(), "caller")

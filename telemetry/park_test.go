@@ -16,6 +16,7 @@ import (
 	"github.com/bbc28f59/engine/ai/providers/scripted"
 	"github.com/bbc28f59/engine/clientx"
 	"github.com/bbc28f59/engine/clientx/agent"
+	"github.com/bbc28f59/engine/clientx/traceparent"
 	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/internal/testenv"
 	"github.com/bbc28f59/engine/journal"
@@ -129,7 +130,7 @@ func TestParkOnOneInstanceResumeOnAnother(t *testing.T) {
 	wantAttr(t, parking, "engine.run.parked", true)
 
 	// Instance B: an approver decides; B resumes the run.
-	cb, err := clientx.New(b.URL, clientx.WithRoutes(engine.RoutesOf(deskUnit)))
+	cb, err := clientx.New(b.URL, clientx.WithRoutes(engine.RoutesOf(deskUnit)), clientx.WithHeaderFunc(traceparent.Headers(nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
+	"github.com/bbc28f59/engine/clientx/traceparent"
 	"github.com/bbc28f59/engine/gate"
 	"github.com/bbc28f59/engine/telemetry"
 	"go.opentelemetry.io/otel/attribute"
@@ -167,12 +168,12 @@ func TestServerSpans(t *testing.T) {
 	}
 	srv := httptest.NewServer(app.Handler())
 	t.Cleanup(srv.Close)
-	c, err := clientx.ForApp(app, srv.URL)
+	c, err := clientx.ForApp(app, srv.URL, clientx.WithHeaderFunc(traceparent.Headers(nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	// The Go client sends the caller's span: the server span is its child.
+	// The Go client, given traceparent.Headers, sends the caller's span: the server span is its child.
 	ctx, parent := rec.tp.Tracer("test").Start(t.Context(), "caller")
 	if res := clientx.Call(ctx, c, add, addIn{A: 2, B: 3}); res.Error != nil || res.Data.Sum != 5 {
 		t.Fatalf("add: %+v", res)
@@ -269,7 +270,8 @@ func TestServerSpanWithoutCaller(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := clientx.ForApp(app, "http://app", clientx.WithDoer(clientx.InProcess(app.Handler())))
+	c, err := clientx.ForApp(app, "http://app", clientx.WithDoer(clientx.InProcess(app.Handler())),
+		clientx.WithHeaderFunc(traceparent.Headers(nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

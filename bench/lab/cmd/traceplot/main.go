@@ -34,6 +34,7 @@ import (
 	"github.com/bbc28f59/engine/ai/providers/scripted"
 	"github.com/bbc28f59/engine/clientx"
 	"github.com/bbc28f59/engine/clientx/agent"
+	"github.com/bbc28f59/engine/clientx/traceparent"
 	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/journal"
 	"github.com/bbc28f59/engine/journal/drivers/memory"
@@ -125,7 +126,7 @@ func run(out string, wait time.Duration) error {
 
 	// An approver decides on instance B, which resumes the run.
 	time.Sleep(wait)
-	c, err := clientx.New(b.url, clientx.WithRoutes(engine.RoutesOf(desk)))
+	c, err := clientx.New(b.url, clientx.WithRoutes(engine.RoutesOf(desk)), clientx.WithHeaderFunc(traceparent.Headers(nil)))
 	if err != nil {
 		return err
 	}
