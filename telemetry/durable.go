@@ -63,14 +63,20 @@ func spanContextOf(traceparent string) trace.SpanContext {
 	return trace.SpanContextFromContext(ctx)
 }
 
-// resumeSpan starts the span of an execution that continues durable run run (after a
-// decision, a signal or a crash): a child of the latest decision's maker, so the resumed
+// resumeSpan starts the span of an execution of durable run run that the runner started
+// itself, outside any request: "resume <flow>" for one that continues the run (after a
+// decision, a signal or a crash), a child of the latest decision's maker, so the resumed
 // run is in the trace of the request that decided it, with a link to each span that
-// parked the run. It returns a nil span for a first execution.
+// parked the run; "run <flow>" for a first execution (a clock's tick). It returns a nil
+// span when ctx holds a span already (an execution inside a traced call).
 func (t *telemetry) resumeSpan(ctx context.Context, def *engine.FlowDef, run *journal.Run) (context.Context, trace.Span) {
-	parks := run.Parks()
-	if len(parks) == 0 && !run.Replaying() {
+	if trace.SpanContextFromContext(ctx).IsValid() {
 		return ctx, nil
+	}
+	parks := run.Parks()
+	name := "resume " + def.ID()
+	if len(parks) == 0 && !run.Replaying() {
+		name = "run " + def.ID()
 	}
 	var links []trace.Link
 	var latest *journal.Decision
@@ -89,7 +95,7 @@ func (t *telemetry) resumeSpan(ctx context.Context, def *engine.FlowDef, run *jo
 	if latest != nil {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, spanContextOf(latest.Trace))
 	}
-	return t.tracer.Start(ctx, "resume "+def.ID(), trace.WithSpanKind(trace.SpanKindConsumer), trace.WithLinks(links...),
+	return t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithLinks(links...),
 		trace.WithAttributes(keyFlow.String(def.ID()), keyRunID.String(run.ID)))
 }
 

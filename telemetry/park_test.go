@@ -20,6 +20,7 @@ import (
 	"github.com/bbc28f59/engine/durable"
 	"github.com/bbc28f59/engine/internal/testenv"
 	"github.com/bbc28f59/engine/journal"
+	"github.com/bbc28f59/engine/journal/drivers/memory"
 	"github.com/bbc28f59/engine/telemetry"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -210,4 +211,44 @@ func wantLink(t *testing.T, s tracetest.SpanStub, sc trace.SpanContext) {
 		}
 	}
 	t.Fatalf("span %s has links %+v, none to %v", s.Name, s.Links, sc)
+}
+
+var ticker = engine.Define[durable.Tick, transferOut](engine.NewUnit("cron"), "tick", engine.Durable())
+
+// A clock's tick, which no request starts, runs under a "run" span of its own.
+func TestClockTickSpan(t *testing.T) {
+	t.Parallel()
+	rec := newRecorder(t)
+	j, err := journal.New(memory.New(), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	every, err := durable.Every(50 * time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := engine.New(engine.WithLogger(slog.New(slog.DiscardHandler)), durable.With(j), telemetry.New(rec.options(false)),
+		durable.Clock(ticker, every, func(fx *engine.Fx, in durable.Tick) (transferOut, error) {
+			_, err := durable.Step(fx, "work", func(context.Context) (int, error) { return 1, nil })
+			return transferOut{OK: true}, err
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Close(context.Background()) })
+	deadline := time.Now().Add(10 * time.Second)
+	for len(rec.named("run cron.tick")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no span of a tick")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s := rec.named("run cron.tick")[0]
+	if s.Parent.IsValid() || s.SpanKind != trace.SpanKindConsumer {
+		t.Fatalf("tick span parent %v kind %v", s.Parent, s.SpanKind)
+	}
+	wantAttr(t, s, "engine.flow", "cron.tick")
 }
