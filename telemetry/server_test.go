@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
@@ -284,5 +285,43 @@ func TestServerSpanWithoutCaller(t *testing.T) {
 	s := rec.one(t, "POST /_engine/math/add")
 	if s.Parent.IsValid() {
 		t.Fatalf("parent %v, want a root span", s.Parent)
+	}
+}
+
+var limited = engine.Define[addIn, addOut](mathUnit, "limited", engine.Public())
+
+// Rate-limit denials are counted, and a denial's span carries RateLimited.
+func TestRateLimitDenialsCounted(t *testing.T) {
+	t.Parallel()
+	rec := newRecorder(t)
+	limiter, err := gate.NewMemoryLimiter(gate.Limit{Events: 2, Per: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := engine.New(telemetry.New(rec.options(false)),
+		engine.Bind(limited, func(*engine.Fx, addIn) (addOut, error) { return addOut{}, nil },
+			gate.RateLimit(limiter, gate.ByClientIP(gate.RemoteAddr))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := clientx.ForApp(app, "http://app", clientx.WithDoer(clientx.InProcess(app.Handler())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		clientx.Call(t.Context(), c, limited, addIn{})
+	}
+	sum := rec.metric(t, "engine.rate_limit.denials").(metricdata.Sum[int64])
+	if len(sum.DataPoints) != 1 || sum.DataPoints[0].Value != 3 {
+		t.Fatalf("denials %+v, want 3", sum.DataPoints)
+	}
+	denied := 0
+	for _, s := range rec.named("POST /_engine/math/limited") {
+		if v, ok := attrOf(s, "error.type"); ok && v.AsString() == engine.CodeRateLimited {
+			denied++
+		}
+	}
+	if denied != 3 {
+		t.Fatalf("%d spans say RateLimited, want 3", denied)
 	}
 }
