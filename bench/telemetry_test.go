@@ -44,12 +44,12 @@ func sdkTelemetry(tb testing.TB) engine.Option {
 	return telemetry.New(telemetry.Options{TracerProvider: tp, MeterProvider: mp})
 }
 
-// BenchmarkTelemetryFlowCall measures flow calls (flowbench's shapes, 32 callers, batches
+// BenchmarkTelemetryFlows measures flow calls (flowbench's RPC and REST GET, 32 callers, batches
 // alternated) on the same app three ways: without telemetry ("plain", the baseline),
 // with telemetry.New reporting to the global providers, which are no-ops as no SDK is
 // installed ("noop"; target noop-x-plain ≥ 0.97), and with a real SDK exporting every
 // span over OTLP/HTTP through a batch processor ("sdk"; reported, no target).
-func BenchmarkTelemetryFlowCall(b *testing.B) {
+func BenchmarkTelemetryFlows(b *testing.B) {
 	plain := flowbench.NewServer(b, nil)
 	noop := flowbench.NewServerWith(b, nil, telemetry.New(telemetry.Options{}))
 	sdk := flowbench.NewServerWith(b, nil, sdkTelemetry(b))
@@ -108,17 +108,17 @@ func streamCall(client *http.Client, url string) func() error {
 	}
 }
 
-// BenchmarkTelemetryAgentStream measures agent streams (a run of 50 text deltas, no
+// BenchmarkTelemetryStreams measures agent streams (a run of 50 text deltas, no
 // journal, 16 callers, batches alternated) on the same app without telemetry ("plain"),
 // with telemetry to the global no-op providers ("noop"; target noop-x-plain ≥ 0.97) and
 // with a real SDK exporting over OTLP/HTTP ("sdk"; reported).
-func BenchmarkTelemetryAgentStream(b *testing.B) {
+func BenchmarkTelemetryStreams(b *testing.B) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 64}}
 	b.Cleanup(client.CloseIdleConnections)
 	plain := agentServer(b, 50)
 	noop := agentServer(b, 50, telemetry.New(telemetry.Options{}))
 	sdk := agentServer(b, 50, sdkTelemetry(b))
-	flowbench.Measure(b, flowbench.Options{Callers: 16, Batch: 64},
+	flowbench.Measure(b, flowbench.Options{Callers: 16, Batch: 256},
 		flowbench.Subject{Name: "plain", Call: streamCall(client, plain.URL)},
 		flowbench.Subject{Name: "noop", Call: streamCall(client, noop.URL)},
 		flowbench.Subject{Name: "sdk", Call: streamCall(client, sdk.URL)},
