@@ -1,6 +1,10 @@
 package journal
 
-import "context"
+import (
+	"context"
+	"strings"
+	"time"
+)
 
 // Tracer carries trace context through the journal, for a tracer that ties the
 // executions of a run together (package telemetry is one). A park stored in a context
@@ -28,4 +32,19 @@ func WithTracer(ctx context.Context, t Tracer) context.Context {
 func TracerOf(ctx context.Context) Tracer {
 	t, _ := ctx.Value(tracerKey{}).(Tracer)
 	return t
+}
+
+// WriteObserver is told of every journal write made in a context whose [Tracer] also
+// implements it: its kind, how long it took (retries after a transient failure
+// included) and how it ended, for a write-latency metric.
+type WriteObserver interface {
+	// JournalWrite reports one write: kind is "begin", "step", "park", "log", "end",
+	// "release", "create" (a stream), "open" or "read" (a stream's log).
+	JournalWrite(ctx context.Context, kind string, d time.Duration, err error)
+}
+
+// writeKind is the kind of a write, from the description persist logs.
+func writeKind(what string) string {
+	kind, _, _ := strings.Cut(what, " ")
+	return kind
 }

@@ -24,7 +24,25 @@ const (
 	keyKind    = attribute.Key("engine.decision.kind")
 )
 
-var _ journal.Tracer = (*telemetry)(nil)
+var (
+	_ journal.Tracer        = (*telemetry)(nil)
+	_ journal.WriteObserver = (*telemetry)(nil)
+)
+
+// keyWrite is the kind of a journal write.
+const keyWrite = attribute.Key("engine.journal.write.kind")
+
+// JournalWrite implements [journal.WriteObserver]: the write-latency metric.
+func (t *telemetry) JournalWrite(ctx context.Context, kind string, d time.Duration, err error) {
+	if !t.m.journalWrite.Enabled(ctx) {
+		return
+	}
+	attrs := []attribute.KeyValue{keyWrite.String(kind)}
+	if err != nil {
+		attrs = append(attrs, keyError.String("_OTHER"))
+	}
+	t.m.journalWrite.Record(ctx, d.Seconds(), metric.WithAttributes(attrs...))
+}
 
 // TraceContext implements [journal.Tracer]: the W3C traceparent of the span in ctx.
 func (t *telemetry) TraceContext(ctx context.Context) string {

@@ -19,6 +19,7 @@ type instruments struct {
 	parks         metric.Int64Counter
 	decisions     metric.Int64Counter
 	decisionWait  metric.Float64Histogram
+	journalWrite  metric.Float64Histogram
 }
 
 // durationBuckets are the conventions' advised boundaries for request durations (s).
@@ -61,6 +62,9 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	add(err)
 	i.decisionWait, err = m.Float64Histogram("engine.durable.decision.wait", metric.WithUnit("s"),
 		metric.WithDescription("How long a parked run waited for its decision."))
+	add(err)
+	i.journalWrite, err = m.Float64Histogram("engine.journal.write.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of journal writes, retries included."), metric.WithExplicitBucketBoundaries(durationBuckets...))
 	add(err)
 	return &i, errors.Join(errs...)
 }

@@ -196,6 +196,19 @@ func TestParkOnOneInstanceResumeOnAnother(t *testing.T) {
 	if len(wait.DataPoints) != 1 || wait.DataPoints[0].Count != 1 || wait.DataPoints[0].Sum <= 0 {
 		t.Fatalf("decision wait %+v", wait.DataPoints)
 	}
+	// Journal writes: A began the run, wrote a step and parked; B wrote steps and ended it.
+	writes := func(rec *recorder) map[string]uint64 {
+		h := rec.metric(t, "engine.journal.write.duration").(metricdata.Histogram[float64])
+		n := map[string]uint64{}
+		for _, dp := range h.DataPoints {
+			kind, _ := dp.Attributes.Value("engine.journal.write.kind")
+			n[kind.AsString()] += dp.Count
+		}
+		return n
+	}
+	if wa, wb := writes(recA), writes(recB); wa["park"] != 1 || wa["step"] == 0 || wb["step"] == 0 || wb["end"] == 0 {
+		t.Fatalf("journal writes on A %v, on B %v", wa, wb)
+	}
 	runs := recB.metric(t, "engine.agent.runs").(metricdata.Sum[int64])
 	if b, _ := json.Marshal(runs.DataPoints); !strings.Contains(string(b), "completed") {
 		t.Fatalf("runs %s", b)
