@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -60,7 +61,7 @@ func (o *agentObserver) AgentRun(ctx context.Context, run ai.RunInfo) (context.C
 			status = e.StopReason
 		}
 		if o.t.m.agentRuns.Enabled(ctx) {
-			o.t.m.agentRuns.Add(ctx, 1, metric.WithAttributes(keyAgentName.String(run.Agent), keyStatus2.String(status)))
+			o.t.m.agentRuns.Add(ctx, 1, metric.WithAttributes(keyAgentName.String(run.Agent), keyRunStatus.String(status)))
 		}
 		if span.IsRecording() {
 			span.SetAttributes(usageAttrs(e.Usage)...)
@@ -132,8 +133,8 @@ func (o *agentObserver) ToolCall(ctx context.Context, call ai.ToolCallInfo) (con
 	}
 }
 
-// keyStatus2 is the status attribute of the runs counter.
-const keyStatus2 = attribute.Key("engine.run.status")
+// keyRunStatus is the status attribute of the runs counter.
+const keyRunStatus = attribute.Key("engine.run.status")
 
 // usageAttrs returns the token counts the model reported (absent ones stay absent).
 func usageAttrs(u ai.Usage) []attribute.KeyValue {
@@ -150,7 +151,7 @@ func usageAttrs(u ai.Usage) []attribute.KeyValue {
 // errorType returns the error.type of err: the envelope's or the run's code where it
 // has one, its Go type otherwise.
 func errorType(err error) string {
-	if _, code, _ := outcome(err); code != "" && code != "Internal" {
+	if _, code, _ := outcome(err); code != "" && code != engine.CodeInternal {
 		return code
 	}
 	if re, ok := err.(*ai.RunError); ok && re.Code != "" {
