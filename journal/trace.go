@@ -28,6 +28,16 @@ func WithTracer(ctx context.Context, t Tracer) context.Context {
 	return context.WithValue(ctx, tracerKey{}, t)
 }
 
+// TraceContextOf returns the trace context of the work ctx belongs to, from the [Tracer]
+// ctx carries ("" without one): what a driver stores as [Decision.Trace] when setting a
+// signal or publishing a message decides the parks waiting for it.
+func TraceContextOf(ctx context.Context) string {
+	if t := TracerOf(ctx); t != nil {
+		return t.TraceContext(ctx)
+	}
+	return ""
+}
+
 // TracerOf returns the tracer ctx carries, or nil.
 func TracerOf(ctx context.Context) Tracer {
 	t, _ := ctx.Value(tracerKey{}).(Tracer)

@@ -153,6 +153,24 @@ func parkCases() []testCase {
 			if len(got) != 1 || got[0].Trace != "00-parking-01" || got[0].Decision == nil || got[0].Decision.Trace != "00-deciding-01" {
 				t.Fatalf("the resumed run saw parks %+v", got)
 			}
+			// A signal set in a traced context decides its waiters with the setter's.
+			r3 := e.begin(a)
+			d, err := r3.WaitSignal(pctx, "ping", "k", time.Time{})
+			must(t, "WaitSignal", err)
+			if d != nil {
+				t.Fatalf("fresh wait already decided: %+v", d)
+			}
+			must(t, "Suspend", r3.Suspend(e.ctx))
+			_, err = b.SetSignal(journal.WithTracer(e.ctx, fixedTracer("00-setting-01")), "ping", "k", json.RawMessage(`1`), false)
+			must(t, "SetSignal", err)
+			select {
+			case got = <-seen:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the signalled run was not resumed")
+			}
+			if len(got) != 1 || got[0].Trace != "00-parking-01" || got[0].Decision == nil || got[0].Decision.Trace != "00-setting-01" {
+				t.Fatalf("the run resumed by the signal saw parks %+v", got)
+			}
 			// Without a tracer nothing is stored: the empty trace context.
 			r2 := e.parked(a, time.Time{}, "k1")
 			parks, err = e.d.ListParks(e.ctx, r2.ID)
