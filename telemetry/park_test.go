@@ -265,3 +265,72 @@ func TestClockTickSpan(t *testing.T) {
 	}
 	wantAttr(t, s, "engine.flow", "cron.tick")
 }
+
+var (
+	signalUnit = engine.NewUnit("orders")
+	awaitPaid  = engine.Define[decideIn, transferOut](signalUnit, "await", engine.Public(), engine.Durable())
+	markPaid   = engine.Define[decideIn, transferOut](signalUnit, "pay", engine.Public())
+	paid       = durable.NewSignal[bool]("paid")
+)
+
+// A run waiting for a signal resumes in the trace of the request that set it, linked to
+// the span that parked it.
+func TestSignalResumesInTheSettersTrace(t *testing.T) {
+	t.Parallel()
+	rec := newRecorder(t)
+	j, err := journal.New(memory.New(), journal.Options{PollInterval: time.Hour, CleanupInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed := make(chan struct{}, 1)
+	app, err := engine.New(engine.WithLogger(slog.New(slog.DiscardHandler)), durable.With(j), telemetry.New(rec.options(false)),
+		engine.Bind(awaitPaid, func(fx *engine.Fx, in decideIn) (transferOut, error) {
+			ok, err := paid.Wait(fx, in.ID, time.Time{})
+			if err == nil {
+				resumed <- struct{}{}
+			}
+			return transferOut{OK: ok}, err
+		}),
+		engine.Bind(markPaid, func(fx *engine.Fx, in decideIn) (transferOut, error) {
+			return transferOut{OK: true}, paid.Set(fx, in.ID, true)
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Close(context.Background()) })
+	c, err := clientx.ForApp(app, "http://app", clientx.WithDoer(clientx.InProcess(app.Handler())),
+		clientx.WithHeaderFunc(traceparent.Headers(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := clientx.Call(t.Context(), c, awaitPaid, decideIn{ID: "o1"}); res.Status != http.StatusAccepted {
+		t.Fatalf("await: %+v", res)
+	}
+	ctx, setter := rec.tp.Tracer("test").Start(t.Context(), "payment arrives")
+	if res := clientx.Call(ctx, c, markPaid, decideIn{ID: "o1"}); res.Error != nil {
+		t.Fatalf("pay: %v", res.Error)
+	}
+	setter.End()
+	select {
+	case <-resumed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run was not resumed")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(rec.named("resume orders.await")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no resume span")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	run := rec.one(t, "resume orders.await")
+	pay := rec.one(t, "POST /_engine/orders/pay")
+	parking := rec.one(t, "POST /_engine/orders/await")
+	if run.SpanContext.TraceID() != setter.SpanContext().TraceID() || run.Parent.SpanID() != pay.SpanContext.SpanID() {
+		t.Fatalf("the resumed run (parent %v) is not under the setter's span %v", run.Parent, pay.SpanContext)
+	}
+	wantLink(t, run, parking.SpanContext)
+}
