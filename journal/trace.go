@@ -58,3 +58,9 @@ func writeKind(what string) string {
 	kind, _, _ := strings.Cut(what, " ")
 	return kind
 }
+
+// TruncationObserver is told when an event log written in a context whose [Tracer] also
+// implements it reaches its row cap ([LogOptions.MaxRows]) and starts dropping deltas.
+type TruncationObserver interface {
+	LogTruncated(ctx context.Context, streamID string, maxRows int64)
+}

@@ -25,9 +25,15 @@ const (
 )
 
 var (
-	_ journal.Tracer        = (*telemetry)(nil)
-	_ journal.WriteObserver = (*telemetry)(nil)
+	_ journal.Tracer             = (*telemetry)(nil)
+	_ journal.WriteObserver      = (*telemetry)(nil)
+	_ journal.TruncationObserver = (*telemetry)(nil)
 )
+
+// LogTruncated implements [journal.TruncationObserver]: counted.
+func (t *telemetry) LogTruncated(ctx context.Context, _ string, _ int64) {
+	t.m.truncated.Add(ctx, 1)
+}
 
 // keyWrite is the kind of a journal write.
 const keyWrite = attribute.Key("engine.journal.write.kind")

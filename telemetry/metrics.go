@@ -20,6 +20,7 @@ type instruments struct {
 	decisions     metric.Int64Counter
 	decisionWait  metric.Float64Histogram
 	journalWrite  metric.Float64Histogram
+	truncated     metric.Int64Counter
 }
 
 // durationBuckets are the conventions' advised boundaries for request durations (s).
@@ -65,6 +66,9 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	add(err)
 	i.journalWrite, err = m.Float64Histogram("engine.journal.write.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of journal writes, retries included."), metric.WithExplicitBucketBoundaries(durationBuckets...))
+	add(err)
+	i.truncated, err = m.Int64Counter("engine.journal.log.truncated", metric.WithUnit("{stream}"),
+		metric.WithDescription("Event logs that reached their row cap and drop deltas."))
 	add(err)
 	return &i, errors.Join(errs...)
 }

@@ -334,3 +334,47 @@ func TestSignalResumesInTheSettersTrace(t *testing.T) {
 	}
 	wantLink(t, run, parking.SpanContext)
 }
+
+// An event log that reaches its row cap is counted: its writer's context carries the
+// journal tracer a traced call's context holds.
+func TestLogTruncationCounted(t *testing.T) {
+	t.Parallel()
+	rec := newRecorder(t)
+	j, err := journal.New(memory.New(), journal.Options{PollInterval: time.Hour, CleanupInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = j.Close(context.Background()) })
+	var tracer journal.Tracer
+	app, err := engine.New(telemetry.New(rec.options(false)), engine.Bind(add, func(fx *engine.Fx, in addIn) (addOut, error) {
+		tracer = journal.TracerOf(fx.Context())
+		return addOut{}, nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := clientx.ForApp(app, "http://app", clientx.WithDoer(clientx.InProcess(app.Handler())))
+	ctx, span := rec.tp.Tracer("test").Start(t.Context(), "traced")
+	clientx.Call(ctx, c, add, addIn{})
+	span.End()
+	if tracer == nil {
+		t.Fatal("a traced call's context carries no journal tracer")
+	}
+	w, err := j.CreateLog(journal.WithTracer(t.Context(), tracer), journal.Stream{ID: "s1"}, nil,
+		journal.LogOptions{MaxRows: 2, Policy: &journal.LogPolicy{Deltas: []journal.DeltaType{{Type: "d", Key: "k", Text: "t"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := w.Write(t.Context(), json.RawMessage(`{"type":"d","k":"`+string(rune('a'+i))+`","t":"x"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	sum := rec.metric(t, "engine.journal.log.truncated").(metricdata.Sum[int64])
+	if len(sum.DataPoints) != 1 || sum.DataPoints[0].Value != 1 {
+		t.Fatalf("truncations %+v, want 1", sum.DataPoints)
+	}
+}
