@@ -42,7 +42,9 @@ type Options struct {
 }
 
 // New returns the option that reports the app's calls, agent runs and durable runs
-// through OpenTelemetry.
+// through OpenTelemetry. Give it after durable.With: the durable runner re-executes a
+// resumed run through the handler interceptors given after its own, so only then are the
+// runs it resumes (after a decision, a signal, a crash) and its clocks' ticks reported.
 func New(o Options) engine.Option {
 	t, err := newTelemetry(o)
 	if err != nil {
