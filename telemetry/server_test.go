@@ -325,3 +325,37 @@ func TestRateLimitDenialsCounted(t *testing.T) {
 		t.Fatalf("%d spans say RateLimited, want 3", denied)
 	}
 }
+
+// A malformed traceparent is ignored: the call is answered and its span starts a trace.
+func TestMalformedTraceparentIgnored(t *testing.T) {
+	t.Parallel()
+	rec := newRecorder(t)
+	app, err := engine.New(telemetry.New(rec.options(false)),
+		engine.Bind(add, func(fx *engine.Fx, in addIn) (addOut, error) { return addOut{Sum: in.A + in.B}, nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(app.Handler())
+	t.Cleanup(srv.Close)
+	for _, tp := range []string{"garbage", "00-00000000000000000000000000000000-00f067aa0ba902b7-01", "00-4bf92f3577b34da6a3ce929d0e0e4736-zz-01", strings.Repeat("0", 4096)} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/_engine/math/add", strings.NewReader(`{"a":1,"b":2}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("traceparent", tp)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("traceparent %.20q: status %d", tp, resp.StatusCode)
+		}
+	}
+	for _, s := range rec.named("POST /_engine/math/add") {
+		if s.Parent.IsValid() {
+			t.Fatalf("a malformed traceparent became parent %v", s.Parent)
+		}
+	}
+	if n := len(rec.named("POST /_engine/math/add")); n != 4 {
+		t.Fatalf("%d spans, want 4", n)
+	}
+}
