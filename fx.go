@@ -147,6 +147,13 @@ func (fx *Fx) Header(name string) string {
 // Logger returns the app's logger annotated with the flow.
 func (fx *Fx) Logger() *slog.Logger { return fx.logger }
 
+// WithLogger returns a copy of fx whose [Fx.Logger] is l, for an interceptor that
+// annotates the records of a call (a tracer adds the call's trace and span ids). The copy
+// belongs to the same call, as with [Fx.WithContext].
+func (fx *Fx) WithLogger(l *slog.Logger) *Fx {
+	return &Fx{ctx: fx.ctx, app: fx.app, flow: fx.flow, req: fx.req, logger: l, principal: fx.principal, st: fx.state()}
+}
+
 // Principal returns the authenticated caller, or nil for an anonymous call of a public
 // flow.
 func (fx *Fx) Principal() *Principal { return fx.principal }

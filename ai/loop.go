@@ -114,13 +114,30 @@ func (r *AgentRun) loop(ctx context.Context, em *emitter) {
 	if r.aguiClient {
 		st.ids.prefix = r.id + ":"
 	}
+	if st.obs = observerFrom(ctx); st.obs != nil {
+		var end func(RunEnd)
+		st.ctx, end = st.obs.AgentRun(ctx, RunInfo{Agent: r.agent.name, RunID: r.id, ThreadID: r.threadID,
+			Model: r.agent.model.ModelID(), Provider: r.agent.model.Provider().Name(),
+			Resumed: r.durable != nil && r.durable.Replaying()})
+		defer func() { end(st.runEnd()) }()
+	}
 	st.run()
+}
+
+// runEnd describes the end of the execution to the run's observer.
+func (s *loopState) runEnd() RunEnd {
+	e := RunEnd{Parked: s.r.parked, Err: s.r.err, Usage: Usage{InputTokens: s.in, OutputTokens: s.out, ReasoningTokens: s.rtokens}, Cost: s.cost}
+	if s.r.finished {
+		e.StopReason = string(s.r.result.StopReason)
+	}
+	return e
 }
 
 type loopState struct {
 	r        *AgentRun
 	em       *emitter
 	ctx      context.Context
+	obs      Observer // nil when nobody observes the run
 	ids      ids
 	step     int
 	stepOpen bool
@@ -266,7 +283,16 @@ func (s *loopState) modelCall(stepName string) (turn, error) {
 	var live turn
 	call := func(ctx context.Context) (json.RawMessage, error) {
 		called = true
+		var end func(ModelCallEnd)
+		if s.obs != nil {
+			ctx, end = s.obs.ModelCall(ctx, ModelCallInfo{Agent: r.agent.name, Provider: r.agent.model.Provider().Name(), Step: s.step, Request: &req})
+		}
 		t, err := s.streamTurn(ctx, stepName, req)
+		if end != nil {
+			e := ModelCallEnd{Text: t.Text, ToolCalls: t.ToolCalls, FinishReason: t.Finish, Usage: t.Usage, Err: err}
+			e.Cost, _ = r.agent.model.Cost(t.Usage)
+			end(e)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -393,7 +419,14 @@ func (s *loopState) runTool(stepName string, c ToolCall, d *journal.Decision) (t
 	msgID := s.ids.next()
 	call := func(ctx context.Context) (json.RawMessage, error) {
 		ts := &toolState{st: &r.state, em: s.em, open: func() { s.openStep(stepName) }}
+		var end func(ToolCallEnd)
+		if s.obs != nil {
+			ctx, end = s.obs.ToolCall(ctx, ToolCallInfo{Agent: r.agent.name, Tool: r.flowOf(c.Name), CallID: c.ID, Arguments: c.Arguments})
+		}
 		out, err := s.invoke(withToolState(ctx, ts), c, d)
+		if end != nil {
+			end(ToolCallEnd{Content: out.Content, Failed: out.Threw || out.Output == nil, Err: err})
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -178,7 +178,13 @@ func Decide(ctx context.Context, app *engine.App, p *engine.Principal, runID, ke
 			return err
 		}
 	}
-	return MapError(j.Decide(ctx, runID, key, d))
+	if err := j.Decide(ctx, runID, key, d); err != nil {
+		return MapError(err)
+	}
+	if t := journal.TracerOf(ctx); t != nil {
+		t.Decided(ctx, *park, d)
+	}
+	return nil
 }
 
 // Lapsed reports whether park is undecided and past its deadline: timed out, whether or

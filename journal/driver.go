@@ -58,6 +58,8 @@ type Decision struct {
 	Kind      DecisionKind    `json:"kind"`
 	Payload   json.RawMessage `json:"payload,omitempty"`
 	DecidedAt time.Time       `json:"decidedAt"`
+	// Trace is the trace context of the decision's maker (see [WithTracer]), "" for none.
+	Trace string `json:"-"`
 }
 
 // Fence identifies the lease a write is made under. A fenced write succeeds only while the
@@ -109,6 +111,9 @@ type ParkRecord struct {
 	// [Driver.SetSignal] or [Driver.Publish] that raises it.
 	Topic string
 	After int64
+	// Trace is the trace context of the execution that parked (see [WithTracer]), "" for
+	// none: with the decision's, what lets a tracer tie the resumed run to both requests.
+	Trace string
 }
 
 // TopicValue is the stored state of a topic: its version (the count of values set on a

@@ -303,6 +303,9 @@ func (j *Journal) Decide(ctx context.Context, runID, key string, d Decision) err
 	if d.DecidedAt.IsZero() {
 		d.DecidedAt = now
 	}
+	if t := TracerOf(ctx); t != nil && d.Trace == "" {
+		d.Trace = t.TraceContext(ctx)
+	}
 	res, err := j.d.Decide(ctx, runID, key, j.opts.Owner, d, now)
 	if err != nil {
 		return err

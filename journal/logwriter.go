@@ -368,6 +368,9 @@ func (w *LogWriter) addDelta(typ string, dt *DeltaType, id, delta string, fields
 		if w.seq >= w.opts.MaxRows {
 			w.truncated = true
 			w.enqueue(w.policy.truncated(w.opts.MaxRows))
+			if o, ok := TracerOf(w.ctx).(TruncationObserver); ok {
+				o.LogTruncated(w.ctx, w.streamID, w.opts.MaxRows)
+			}
 			return
 		}
 		w.pending = &pendingDelta{typ: typ, id: id, dt: dt, fields: fields, since: time.Now()}

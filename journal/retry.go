@@ -42,8 +42,12 @@ func transient(ctx context.Context, err error) bool {
 // transiently may have landed all the same (the commit went through, its acknowledgement
 // did not): when a later attempt then fails for good, landed is asked whether the
 // earlier one did, and a yes counts as success. landed may be nil.
-func (j *Journal) persist(ctx context.Context, what string, write func() error, landed func(err error) bool) error {
-	err := write()
+func (j *Journal) persist(ctx context.Context, what string, write func() error, landed func(err error) bool) (err error) {
+	if o, ok := TracerOf(ctx).(WriteObserver); ok {
+		start := time.Now()
+		defer func() { o.JournalWrite(ctx, writeKind(what), time.Since(start), err) }()
+	}
+	err = write()
 	if !transient(ctx, err) {
 		return err
 	}

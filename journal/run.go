@@ -101,6 +101,21 @@ func (r *Run) Decision(key string) *Decision {
 	return nil
 }
 
+// Parks returns the run's parks as this execution loaded or recorded them.
+func (r *Run) Parks() []ParkRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]ParkRecord, len(r.parks))
+	for i, p := range r.parks {
+		out[i] = p
+		if p.Decision != nil {
+			d := *p.Decision
+			out[i].Decision = &d
+		}
+	}
+	return out
+}
+
 // park finds the loaded park of key. Caller holds r.mu.
 func (r *Run) park(key string) *ParkRecord {
 	for i := range r.parks {
@@ -279,6 +294,9 @@ func (r *Run) parkOn(ctx context.Context, rec ParkRecord) (*Decision, error) {
 		rec.Deadline = now.Add(r.j.opts.ApprovalDeadline)
 	}
 	rec.RunID, rec.CreatedAt = r.ID, now
+	if t := TracerOf(ctx); t != nil {
+		rec.Trace = t.TraceContext(ctx)
+	}
 	var p ParkRecord
 	wctx := context.WithoutCancel(ctx)
 	err := r.j.persist(wctx, "park "+rec.Key, func() (err error) { // idempotent: retried as it is

@@ -4,7 +4,7 @@ import { build } from "esbuild";
 import { gzipSync } from "node:zlib";
 
 const BUDGET = 3 * 1024; // bytes, minified and gzipped
-const entries = { core: "dist/index.js", auth: "dist/auth.js", agent: "dist/agent.js", react: "dist/react.js" };
+const entries = { core: "dist/index.js", auth: "dist/auth.js", agent: "dist/agent.js", react: "dist/react.js", trace: "dist/trace.js" };
 
 let over = false;
 for (const [name, file] of Object.entries(entries)) {

@@ -103,6 +103,7 @@ func newApp(dbPath string, logger *slog.Logger) (*engine.App, func(), error) {
 	app, err := engine.New(
 		engine.WithLogger(logger),
 		durable.With(j),
+		tracing(), // ENGINE_TRACE=stdout prints the spans (telemetry.go)
 		// This demo has no sign-in: its flows, the transfer tool and the approval routes
 		// are public, so anyone who can reach it, and holds an interrupt id, can approve
 		// a transfer. PublicApprovals says so on purpose; a real app gates its tools

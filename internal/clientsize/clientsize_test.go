@@ -23,6 +23,8 @@ var forbidden = []string{
 	"github.com/jackc/pgx",
 	"github.com/mattn/go-sqlite3",
 	"github.com/lib/pq",
+	"github.com/bbc28f59/engine/telemetry",
+	"go.opentelemetry.io/otel", // tracing is opted into (clientx/traceparent); the SDK is the application's choice
 }
 
 // unlinked are packages the root imports (so go list names them among a client's

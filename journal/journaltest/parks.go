@@ -121,6 +121,64 @@ func parkCases() []testCase {
 				t.Fatalf("stored park = %+v", parks[0])
 			}
 		}},
+		{"Parks/TraceContextsReachTheResumedRun", func(t *testing.T, e *env) {
+			// The park keeps the parking execution's trace context, the decision its
+			// maker's, and the execution resuming on another instance sees both.
+			seen := make(chan []journal.ParkRecord, 1)
+			a := e.journal("a")
+			b := e.journal("b", func(o *journal.Options) {
+				o.Resumer = func(ctx context.Context, r *journal.Run) {
+					seen <- r.Parks()
+					_ = r.Complete(ctx, json.RawMessage(`"done"`))
+				}
+			})
+			r := e.begin(a)
+			pctx := journal.WithTracer(e.ctx, fixedTracer("00-parking-01"))
+			_, err := r.Park(pctx, "k1", time.Time{}, nil)
+			must(t, "Park", err)
+			must(t, "Suspend", r.Suspend(e.ctx))
+			parks, err := e.d.ListParks(e.ctx, r.ID)
+			must(t, "ListParks", err)
+			if len(parks) != 1 || parks[0].Trace != "00-parking-01" {
+				t.Fatalf("stored parks %+v, want trace 00-parking-01", parks)
+			}
+			dctx := journal.WithTracer(e.ctx, fixedTracer("00-deciding-01"))
+			must(t, "Decide", b.Decide(dctx, r.ID, "k1", journal.Decision{Kind: journal.DecisionApprove}))
+			var got []journal.ParkRecord
+			select {
+			case got = <-seen:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the decided run was not resumed")
+			}
+			if len(got) != 1 || got[0].Trace != "00-parking-01" || got[0].Decision == nil || got[0].Decision.Trace != "00-deciding-01" {
+				t.Fatalf("the resumed run saw parks %+v", got)
+			}
+			// A signal set in a traced context decides its waiters with the setter's.
+			r3 := e.begin(a)
+			d, err := r3.WaitSignal(pctx, "ping", "k", time.Time{})
+			must(t, "WaitSignal", err)
+			if d != nil {
+				t.Fatalf("fresh wait already decided: %+v", d)
+			}
+			must(t, "Suspend", r3.Suspend(e.ctx))
+			_, err = b.SetSignal(journal.WithTracer(e.ctx, fixedTracer("00-setting-01")), "ping", "k", json.RawMessage(`1`), false)
+			must(t, "SetSignal", err)
+			select {
+			case got = <-seen:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the signalled run was not resumed")
+			}
+			if len(got) != 1 || got[0].Trace != "00-parking-01" || got[0].Decision == nil || got[0].Decision.Trace != "00-setting-01" {
+				t.Fatalf("the run resumed by the signal saw parks %+v", got)
+			}
+			// Without a tracer nothing is stored: the empty trace context.
+			r2 := e.parked(a, time.Time{}, "k1")
+			parks, err = e.d.ListParks(e.ctx, r2.ID)
+			must(t, "ListParks", err)
+			if parks[0].Trace != "" {
+				t.Fatalf("trace %q stored without a tracer", parks[0].Trace)
+			}
+		}},
 		{"Parks/ReplayedParkReturnsStoredDecision", func(t *testing.T, e *env) {
 			j := e.journal("a")
 			r := e.parked(j, time.Time{}, "k1")
@@ -286,3 +344,10 @@ func parkCases() []testCase {
 		}},
 	}
 }
+
+// fixedTracer is a [journal.Tracer] whose trace context is always itself.
+type fixedTracer string
+
+func (f fixedTracer) TraceContext(context.Context) string { return string(f) }
+
+func (fixedTracer) Decided(context.Context, journal.ParkRecord, journal.Decision) {}

@@ -74,7 +74,15 @@ type Server struct {
 // NewServer starts the server; mount, if not nil, adds the caller's handlers to its mux.
 func NewServer(tb testing.TB, mount func(mux *http.ServeMux)) *Server {
 	tb.Helper()
+	return NewServerWith(tb, mount)
+}
+
+// NewServerWith is [NewServer] with opts added to the app (an extension measured
+// against the same app without it).
+func NewServerWith(tb testing.TB, mount func(mux *http.ServeMux), opts ...engine.Option) *Server {
+	tb.Helper()
 	app, err := engine.New(
+		engine.Options(opts...),
 		engine.Bind(SquareFlow, func(_ *engine.Fx, in SquareIn) (SquareOut, error) { return Square(in), nil }),
 		engine.Bind(SumFlow, func(_ *engine.Fx, in SumIn) (SumOut, error) { return Sum(in), nil }),
 	)

@@ -27,7 +27,7 @@ func (d *Driver) topic(name string) *topicEntry {
 
 // approveWaiters stores the approve decision of every pending park on topic whose After
 // is below version, and returns the runs that became runnable. Caller holds d.mu.
-func (d *Driver) approveWaiters(topic string, version int64, payload json.RawMessage, now time.Time) []string {
+func (d *Driver) approveWaiters(topic string, version int64, payload json.RawMessage, now time.Time, trace string) []string {
 	var runnable []string
 	w := d.waiting[topic]
 	for id := range w {
@@ -38,7 +38,7 @@ func (d *Driver) approveWaiters(topic string, version int64, payload json.RawMes
 				continue
 			}
 			if p.After < version {
-				p.Decision = &journal.Decision{Kind: journal.DecisionApprove, Payload: clone(payload), DecidedAt: now}
+				p.Decision = &journal.Decision{Kind: journal.DecisionApprove, Payload: clone(payload), DecidedAt: now, Trace: trace}
 				decided = true
 			} else {
 				pending = true
@@ -59,7 +59,7 @@ func (d *Driver) approveWaiters(topic string, version int64, payload json.RawMes
 }
 
 // SetSignal implements journal.Driver.
-func (d *Driver) SetSignal(_ context.Context, topic string, value json.RawMessage, once bool, now time.Time) (journal.TopicValue, []string, error) {
+func (d *Driver) SetSignal(ctx context.Context, topic string, value json.RawMessage, once bool, now time.Time) (journal.TopicValue, []string, error) {
 	d.mu.Lock()
 	t := d.topic(topic)
 	if once && t.Version > 0 {
@@ -70,7 +70,7 @@ func (d *Driver) SetSignal(_ context.Context, topic string, value json.RawMessag
 	t.Value, t.UpdatedAt = clone(value), now
 	out := t.TopicValue
 	out.Value = clone(value)
-	runnable := d.approveWaiters(topic, t.Version, value, now)
+	runnable := d.approveWaiters(topic, t.Version, value, now, journal.TraceContextOf(ctx))
 	d.mu.Unlock()
 	d.hub.Notify(topic)
 	return out, runnable, nil
@@ -90,14 +90,14 @@ func (d *Driver) GetSignal(_ context.Context, topic string) (journal.TopicValue,
 }
 
 // Publish implements journal.Driver.
-func (d *Driver) Publish(_ context.Context, topic string, payload json.RawMessage, now time.Time) (int64, []string, error) {
+func (d *Driver) Publish(ctx context.Context, topic string, payload json.RawMessage, now time.Time) (int64, []string, error) {
 	d.mu.Lock()
 	t := d.topic(topic)
 	t.Version++
 	t.UpdatedAt = now
 	t.msgs = append(t.msgs, journal.Message{Seq: t.Version, Payload: clone(payload), CreatedAt: now})
 	seq := t.Version
-	runnable := d.approveWaiters(topic, seq, nil, now)
+	runnable := d.approveWaiters(topic, seq, nil, now, journal.TraceContextOf(ctx))
 	d.mu.Unlock()
 	d.hub.Notify(topic)
 	return seq, runnable, nil

@@ -128,6 +128,14 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err := s.addColumn(ctx, s.parks, "after_version", "BIGINT NOT NULL DEFAULT 0"); err != nil {
 		return err
 	}
+	// Added for tracing: the trace context of the execution that parked a run and of the
+	// decision's maker, so a tracer links the resumed run to both.
+	if err := s.addColumn(ctx, s.parks, "trace", "TEXT NOT NULL DEFAULT ''"); err != nil {
+		return err
+	}
+	if err := s.addColumn(ctx, s.parks, "decision_trace", "TEXT NOT NULL DEFAULT ''"); err != nil {
+		return err
+	}
 	for _, q := range []string{
 		`CREATE INDEX IF NOT EXISTS ` + s.parks + `_topic_idx ON ` + s.parks + ` (topic, decision_kind)`,
 		`CREATE TABLE IF NOT EXISTS ` + s.topics + ` (topic TEXT PRIMARY KEY, version BIGINT NOT NULL, value TEXT,
@@ -355,14 +363,14 @@ func (s *Store) InsertStep(ctx context.Context, f journal.Fence, st journal.Step
 	return nil
 }
 
-const parkCols = `run_id, park_key, deadline, payload, decision_kind, decision_payload, decided_at, created_at, topic, after_version`
+const parkCols = `run_id, park_key, deadline, payload, decision_kind, decision_payload, decided_at, created_at, topic, after_version, trace, decision_trace`
 
 func scanPark(sc scanner) (journal.ParkRecord, error) {
 	var p journal.ParkRecord
 	var pl, dp sql.NullString
-	var kind string
+	var kind, dt string
 	var dl, da, ca int64
-	if err := sc.Scan(&p.RunID, &p.Key, &dl, &pl, &kind, &dp, &da, &ca, &p.Topic, &p.After); err != nil {
+	if err := sc.Scan(&p.RunID, &p.Key, &dl, &pl, &kind, &dp, &da, &ca, &p.Topic, &p.After, &p.Trace, &dt); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return p, journal.ErrNotFound
 		}
@@ -370,7 +378,7 @@ func scanPark(sc scanner) (journal.ParkRecord, error) {
 	}
 	p.Deadline, p.Payload, p.CreatedAt = tm(dl), raw(pl), tm(ca)
 	if kind != "" {
-		p.Decision = &journal.Decision{Kind: journal.DecisionKind(kind), Payload: raw(dp), DecidedAt: tm(da)}
+		p.Decision = &journal.Decision{Kind: journal.DecisionKind(kind), Payload: raw(dp), DecidedAt: tm(da), Trace: dt}
 	}
 	return p, nil
 }
@@ -393,9 +401,9 @@ func (s *Store) InsertPark(ctx context.Context, f journal.Fence, p journal.ParkR
 			}
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO `+s.parks+` (run_id, park_key, deadline, payload, created_at, topic, after_version,
-			decision_kind, decision_payload, decided_at) VALUES (?,?,?,?,?,?,?,?,?,?)
+			decision_kind, decision_payload, decided_at, trace) VALUES (?,?,?,?,?,?,?,?,?,?,?)
 			ON CONFLICT (run_id, park_key) DO NOTHING`, p.RunID, p.Key, ns(p.Deadline), js(p.Payload), ns(p.CreatedAt),
-			p.Topic, p.After, kind, value, decided); err != nil {
+			p.Topic, p.After, kind, value, decided, p.Trace); err != nil {
 			return err
 		}
 		var err error
@@ -456,8 +464,8 @@ func (s *Store) Decide(ctx context.Context, runID, key, owner string, d journal.
 		if lowner != "" && lowner != owner && tm(lexp).After(now) {
 			return journal.BusyError(runID, lowner, tm(lexp), now)
 		}
-		upd, err := tx.ExecContext(ctx, `UPDATE `+s.parks+` SET decision_kind = ?, decision_payload = ?, decided_at = ?
-			WHERE run_id = ? AND park_key = ? AND decision_kind = ''`, string(d.Kind), js(d.Payload), ns(d.DecidedAt), runID, key)
+		upd, err := tx.ExecContext(ctx, `UPDATE `+s.parks+` SET decision_kind = ?, decision_payload = ?, decided_at = ?, decision_trace = ?
+			WHERE run_id = ? AND park_key = ? AND decision_kind = ''`, string(d.Kind), js(d.Payload), ns(d.DecidedAt), d.Trace, runID, key)
 		if err != nil {
 			return err
 		}

@@ -63,9 +63,9 @@ func (s *Store) approveWaiters(ctx context.Context, tx *txq, topic string, versi
 	if len(parked) == 0 {
 		return nil, nil
 	}
-	rows, err = tx.QueryContext(ctx, `UPDATE `+s.parks+` SET decision_kind = ?, decision_payload = ?, decided_at = ?
+	rows, err = tx.QueryContext(ctx, `UPDATE `+s.parks+` SET decision_kind = ?, decision_payload = ?, decided_at = ?, decision_trace = ?
 		WHERE topic = ? AND decision_kind = '' AND after_version < ? RETURNING run_id`,
-		string(journal.DecisionApprove), js(payload), ns(now), topic, version)
+		string(journal.DecisionApprove), js(payload), ns(now), journal.TraceContextOf(ctx), topic, version)
 	if err != nil {
 		return nil, err
 	}
