@@ -198,6 +198,51 @@ type EventRow struct {
 	Event json.RawMessage `json:"event"`
 }
 
+// Cursor is a position in a newest-first listing ([Driver.ListRuns], [Driver.PendingParks]):
+// the creation time, run id and (for parks) key of the last record of the previous page.
+// A listing continues strictly after it. The zero Cursor starts at the newest record.
+type Cursor struct {
+	CreatedAt time.Time
+	ID        string
+	Key       string
+}
+
+// IsZero reports whether c starts a listing.
+func (c Cursor) IsZero() bool { return c.CreatedAt.IsZero() && c.ID == "" && c.Key == "" }
+
+// RunQuery selects a page of runs for [Driver.ListRuns]. An empty field matches any run;
+// Status may be any value a driver stores, not only the constants of this package.
+type RunQuery struct {
+	Status Status
+	Flow   string
+	Tenant string
+	After  Cursor
+	Limit  int
+}
+
+// ParkQuery selects a page of pending parks for [Driver.PendingParks]. An empty Tenant
+// matches runs of every tenant.
+type ParkQuery struct {
+	Tenant string
+	After  Cursor
+	Limit  int
+}
+
+// LeaseRecord is a named lease ([Driver.ClaimLease]) held at the time of the query.
+type LeaseRecord struct {
+	Name    string
+	Owner   string
+	Expires time.Time
+}
+
+// OwnerRecord is an owner (an instance) holding run leases at the time of the query.
+type OwnerRecord struct {
+	Owner string
+	// Runs is how many runs it holds; Expires the latest expiry among their leases.
+	Runs    int
+	Expires time.Time
+}
+
 // Driver is the storage a [Journal] runs on. It is deliberately narrow: every method is a
 // single atomic operation whose decision (claim, fence, conflict) is taken inside the
 // storage, so several journals sharing one database stay correct. Times are passed in by
@@ -335,6 +380,23 @@ type Driver interface {
 	// stored in batch order, as if one after the other. Subscribers are woken after the
 	// commit. [AppendEach] implements it with one AppendEvents per append.
 	AppendBatch(ctx context.Context, batch []FencedAppend) []error
+
+	// Operator queries (the console): pages in a stable order whose cost does not grow with
+	// the size of the journal (each is served by an index, with no sort of the table). A
+	// Limit of 0 or less returns nothing.
+
+	// ListRuns returns up to q.Limit runs matching q, newest first (CreatedAt, then ID,
+	// both descending), strictly after q.After when it is set.
+	ListRuns(ctx context.Context, q RunQuery) ([]RunRecord, error)
+	// PendingParks returns up to q.Limit undecided parks waiting for a decision (no
+	// Topic), of runs of q.Tenant when set, newest first (CreatedAt, RunID, Key, all
+	// descending), strictly after q.After when it is set.
+	PendingParks(ctx context.Context, q ParkQuery) ([]ParkRecord, error)
+	// RunStreams returns the streams a durable run owns ([Stream.RunID]), oldest first.
+	RunStreams(ctx context.Context, runID string) ([]Stream, error)
+	// HeldLeases returns the named leases held at now (owner set, not expired), by name,
+	// and the owners holding run leases at now, by owner.
+	HeldLeases(ctx context.Context, now time.Time) ([]LeaseRecord, []OwnerRecord, error)
 }
 
 // AppendEach implements [Driver.AppendBatch] for d with one [Driver.AppendEvents] per
@@ -346,4 +408,5 @@ func AppendEach(ctx context.Context, d Driver, batch []FencedAppend) []error {
 		errs[i] = d.AppendEvents(ctx, a.Fence, a.Append)
 	}
 	return errs
+
 }

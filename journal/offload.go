@@ -257,3 +257,27 @@ func (o offloaded) ReadMessages(ctx context.Context, topic string, after int64, 
 func (o offloaded) DeleteMessages(ctx context.Context, before time.Time, limit int) (int, error) {
 	return off(func() (int, error) { return o.d.DeleteMessages(ctx, before, limit) })
 }
+
+func (o offloaded) ListRuns(ctx context.Context, q RunQuery) ([]RunRecord, error) {
+	return off(func() ([]RunRecord, error) { return o.d.ListRuns(ctx, q) })
+}
+
+func (o offloaded) PendingParks(ctx context.Context, q ParkQuery) ([]ParkRecord, error) {
+	return off(func() ([]ParkRecord, error) { return o.d.PendingParks(ctx, q) })
+}
+
+func (o offloaded) RunStreams(ctx context.Context, runID string) ([]Stream, error) {
+	return off(func() ([]Stream, error) { return o.d.RunStreams(ctx, runID) })
+}
+
+func (o offloaded) HeldLeases(ctx context.Context, now time.Time) ([]LeaseRecord, []OwnerRecord, error) {
+	type res struct {
+		leases []LeaseRecord
+		owners []OwnerRecord
+	}
+	r, err := off(func() (res, error) {
+		l, ow, err := o.d.HeldLeases(ctx, now)
+		return res{l, ow}, err
+	})
+	return r.leases, r.owners, err
+}

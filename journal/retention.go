@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // CleanupResult reports what one retention pass did.
@@ -78,4 +79,18 @@ func (j *Journal) CleanupOnce(ctx context.Context) (CleanupResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// Retention is how long a journal keeps what is done with ([Options]).
+type Retention struct {
+	// FinishedStreams is [Options.FinishedRetention]; UnfinishedStreams is
+	// [Options.UnfinishedMaxAge]; ChannelMessages is [Options.ChannelRetention].
+	FinishedStreams, UnfinishedStreams, ChannelMessages time.Duration
+}
+
+// Retention returns the journal's retention, defaults applied: for operators (the
+// console's health page).
+func (j *Journal) Retention() Retention {
+	return Retention{FinishedStreams: j.opts.FinishedRetention, UnfinishedStreams: j.opts.UnfinishedMaxAge,
+		ChannelMessages: j.opts.ChannelRetention}
 }

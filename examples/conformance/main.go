@@ -13,7 +13,8 @@
 // for fault tests), ENGINE_BODY_TIMEOUT (default 10s), ENGINE_TRUSTED_ORIGINS
 // (comma-separated origins whose pages may write to the app), and ENGINE_MCP=1 (the MCP
 // server at /_engine/mcp) with ENGINE_MCP_ALLOWED_HOSTS (host names it accepts besides
-// localhost on a loopback address). It logs "listening on http://<addr>" when ready and shuts down
+// localhost on a loopback address), and ENGINE_CONSOLE=1 (the operator's console at
+// /_engine/console/). It logs "listening on http://<addr>" when ready and shuts down
 // gracefully on SIGINT or SIGTERM.
 package main
 

@@ -13,7 +13,7 @@ import (
 
 // The quickstart's order parks until paid, and its board keeps what was posted.
 func TestQuickstartElements(t *testing.T) {
-	app, closeDB, err := newApp(filepath.Join(t.TempDir(), "quickstart.db"), slog.New(slog.DiscardHandler))
+	app, closeDB, err := newApp(filepath.Join(t.TempDir(), "quickstart.db"), "", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,18 +43,19 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
 	dbPath := flag.String("db", "quickstart.db", "SQLite file of the journal")
 	flag.Parse()
+	opsPassword := os.Getenv("QUICKSTART_OPS_PASSWORD") // set it to open the console
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if err := run(*addr, *dbPath, logger); err != nil {
+	if err := run(*addr, *dbPath, opsPassword, logger); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, dbPath string, logger *slog.Logger) error {
+func run(addr, dbPath, opsPassword string, logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	app, closeDB, err := newApp(dbPath, logger)
+	app, closeDB, err := newApp(dbPath, opsPassword, logger)
 	if err != nil {
 		return err
 	}
@@ -72,7 +73,7 @@ func run(addr, dbPath string, logger *slog.Logger) error {
 	}
 	srv := engine.NewServer("", mux) // header and idle timeouts, header size: see engine.NewServer
 	go func() { <-ctx.Done(); _ = srv.Shutdown(context.Background()) }()
-	printTryThis("http://" + ln.Addr().String())
+	printTryThis("http://"+ln.Addr().String(), opsPassword != "")
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -80,8 +81,9 @@ func run(addr, dbPath string, logger *slog.Logger) error {
 }
 
 // newApp builds the app: handlers bound to the contract's flows, the journal on SQLite,
-// the agent routes, and the chat flow.
-func newApp(dbPath string, logger *slog.Logger) (*engine.App, func(), error) {
+// the agent routes, and the chat flow; with an operator's password, the console too
+// (console.go).
+func newApp(dbPath, opsPassword string, logger *slog.Logger) (*engine.App, func(), error) {
 	sqldb, err := sql.Open("sqlite", "file:"+dbPath+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_txlock=immediate")
 	if err != nil {
 		return nil, nil, err
@@ -96,6 +98,12 @@ func newApp(dbPath string, logger *slog.Logger) (*engine.App, func(), error) {
 	j, err := journal.New(driver, journal.Options{})
 	if err != nil {
 		return nil, nil, err
+	}
+	ops := engine.Options()
+	if opsPassword != "" {
+		if ops, err = operatorConsole(db, opsPassword); err != nil {
+			return nil, nil, err
+		}
 	}
 	offline := model()
 	agent := ai.Agent("assistant", offline, ai.Tools(contract.Weather, contract.Transfer), 6)
@@ -133,6 +141,7 @@ func newApp(dbPath string, logger *slog.Logger) (*engine.App, func(), error) {
 		// The greeter's flows as the tools of an MCP server at /_engine/mcp (stateless
 		// streamable HTTP); any MCP client can list and call them.
 		mcp.Serve(mcp.Options{Tools: []mcp.Selector{mcp.Units(contract.Greeter)}}),
+		ops, // the operator's console at /_engine/console/, when QUICKSTART_OPS_PASSWORD is set
 	)
 	if err != nil {
 		_ = db.Close()
@@ -174,7 +183,7 @@ func offlineTurn(req ai.Request) scripted.Turn {
 	return scripted.Turn{Text: "Offline model here. Try: \"weather in Paris\" or \"send 500 to bob\".", Delay: 20 * time.Millisecond}
 }
 
-func printTryThis(base string) {
+func printTryThis(base string, console bool) {
 	fmt.Printf(`engine quickstart listening on %[1]s
 
 Try:
@@ -195,4 +204,9 @@ Try:
     -H 'Content-Type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'  # the MCP server
   go run ./examples/quickstart/client -url %[1]s             # the typed Go client
 `, base)
+	if console {
+		fmt.Printf("\nThe console: %s/_engine/console/ (sign in as ops@example.com with QUICKSTART_OPS_PASSWORD)\n", base)
+	} else {
+		fmt.Println("\nSet QUICKSTART_OPS_PASSWORD to open the operator's console at /_engine/console/.")
+	}
 }

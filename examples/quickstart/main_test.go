@@ -22,7 +22,7 @@ import (
 // TestQuickstart runs what the quickstart prints: the flows through the typed client,
 // the offline agent calling a tool, and a transfer that parks, is approved and resumes.
 func TestQuickstart(t *testing.T) {
-	app, closeDB, err := newApp(filepath.Join(t.TempDir(), "quickstart.db"), slog.New(slog.DiscardHandler))
+	app, closeDB, err := newApp(filepath.Join(t.TempDir(), "quickstart.db"), "", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

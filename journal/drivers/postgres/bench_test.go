@@ -19,3 +19,17 @@ func BenchmarkJournal(b *testing.B) {
 			return sqlbench.Baseline(drv.DB().DB, tables[5], tables[3], true, " FOR SHARE", " FOR UPDATE")
 		})
 }
+
+// BenchmarkQueries measures a page of each operator query on 1,000 runs against one on
+// ENGINE_BENCH_RUNS (default 20,000; set 1000000 for the published figure).
+func BenchmarkQueries(b *testing.B) {
+	db := openDB(b)
+	journaltest.BenchmarkQueries(b, func(b *testing.B, n int) journaltest.QueryJournal {
+		d := newDriver(b, db, uniquePrefix())
+		tables := d.Tables() // events, streams, steps, parks, leases, runs
+		if err := sqlbench.Fill(b.Context(), d.DB().DB, tables[5], tables[3], true, n); err != nil {
+			b.Fatal(err)
+		}
+		return journaltest.QueryJournal{Driver: d, Explain: d.Explain}
+	})
+}

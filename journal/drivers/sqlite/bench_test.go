@@ -17,3 +17,15 @@ func BenchmarkJournal(b *testing.B) {
 			return sqlbench.Baseline(drv.DB().DB, "engine_runs", "engine_parks", false, "", "")
 		})
 }
+
+// BenchmarkQueries measures a page of each operator query on 1,000 runs against one on
+// ENGINE_BENCH_RUNS (default 20,000; set 1000000 for the published figure).
+func BenchmarkQueries(b *testing.B) {
+	journaltest.BenchmarkQueries(b, func(b *testing.B, n int) journaltest.QueryJournal {
+		d := newDriver(b)
+		if err := sqlbench.Fill(b.Context(), d.DB().DB, "engine_runs", "engine_parks", false, n); err != nil {
+			b.Fatal(err)
+		}
+		return journaltest.QueryJournal{Driver: d, Explain: d.Explain}
+	})
+}

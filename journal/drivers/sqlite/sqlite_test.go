@@ -62,3 +62,28 @@ func TestOptions(t *testing.T) {
 		t.Fatalf("capabilities = %b", d.Capabilities())
 	}
 }
+
+// A journal written before parks carried their run's tenant lists its pending parks by
+// tenant once Migrate has run again.
+func TestMigrateGivesOldParksTheirTenant(t *testing.T) {
+	t.Parallel()
+	d := newDriver(t)
+	db, ctx := d.DB().DB, t.Context()
+	for _, q := range []string{
+		`DROP INDEX engine_parks_waiting_tenant_idx`,
+		`ALTER TABLE engine_parks DROP COLUMN tenant`,
+		`INSERT INTO engine_runs (id, flow, tenant, status, created_at, updated_at) VALUES ('r1', 'f', 'acme', 'parked', 1, 1)`,
+		`INSERT INTO engine_parks (run_id, park_key, deadline, created_at) VALUES ('r1', 'k', 0, 1)`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := d.PendingParks(ctx, journal.ParkQuery{Tenant: "acme", Limit: 10})
+	if err != nil || len(ps) != 1 || ps[0].RunID != "r1" {
+		t.Fatalf("pending parks of acme = %+v, %v", ps, err)
+	}
+}

@@ -400,7 +400,12 @@ func (s *Store) DeleteFinishedStreams(ctx context.Context, before time.Time, lim
 
 // StaleStreams implements journal.Driver.
 func (s *Store) StaleStreams(ctx context.Context, before time.Time, limit int) ([]journal.Stream, error) {
-	rows, err := s.query(ctx, `SELECT `+streamCols+` FROM `+s.streams+` WHERE finished_at IS NULL AND created_at < ? ORDER BY created_at LIMIT ?`, ns(before), limit)
+	return s.queryStreams(ctx, `SELECT `+streamCols+` FROM `+s.streams+` WHERE finished_at IS NULL AND created_at < ? ORDER BY created_at LIMIT ?`, ns(before), limit)
+}
+
+// queryStreams runs a query of streamCols and scans every row.
+func (s *Store) queryStreams(ctx context.Context, q string, args ...any) ([]journal.Stream, error) {
+	rows, err := s.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -148,7 +148,8 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	// Added with the operator queries (the console): their indexes.
+	return s.migrateQueries(ctx)
 }
 
 // addColumn adds a column to a table created by an earlier version, unless it is there.
@@ -401,9 +402,9 @@ func (s *Store) InsertPark(ctx context.Context, f journal.Fence, p journal.ParkR
 			}
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO `+s.parks+` (run_id, park_key, deadline, payload, created_at, topic, after_version,
-			decision_kind, decision_payload, decided_at, trace) VALUES (?,?,?,?,?,?,?,?,?,?,?)
+			decision_kind, decision_payload, decided_at, trace, tenant) VALUES (?,?,?,?,?,?,?,?,?,?,?, (SELECT tenant FROM `+s.runs+` WHERE id = ?))
 			ON CONFLICT (run_id, park_key) DO NOTHING`, p.RunID, p.Key, ns(p.Deadline), js(p.Payload), ns(p.CreatedAt),
-			p.Topic, p.After, kind, value, decided, p.Trace); err != nil {
+			p.Topic, p.After, kind, value, decided, p.Trace, p.RunID); err != nil {
 			return err
 		}
 		var err error
