@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/store/internal/record"
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/schema"
@@ -52,6 +53,7 @@ func WithNow(now func() time.Time) BindOption { return func(c *bindConfig) { c.n
 
 type binder[T any] struct {
 	r      *Resource[T]
+	m      *record.Model
 	db     *bun.DB
 	cfg    bindConfig
 	cols   map[string]schema.Safe // Go field name → quoted column
@@ -93,9 +95,11 @@ func (b *binder[T]) prepare() error {
 	if b.r == nil {
 		return errors.New("store.Bind: nil resource")
 	}
-	if b.r.err != nil {
-		return b.r.err
+	m, _, err := record.Declare(reflect.TypeFor[T]())
+	if err != nil {
+		return err
 	}
+	b.m = m
 	if b.db == nil {
 		return errors.New("store.Bind: nil db")
 	}
@@ -107,31 +111,31 @@ func (b *binder[T]) prepare() error {
 	for _, f := range table.Fields {
 		b.cols[f.GoName] = f.SQLName
 	}
-	for _, f := range b.r.model.fields {
-		if _, ok := b.cols[f.goName]; !ok {
-			return fmt.Errorf("store: field %s of %v is not a bun column", f.goName, b.r.model.typ)
+	for _, f := range b.m.Fields {
+		if _, ok := b.cols[f.GoName]; !ok {
+			return fmt.Errorf("store: field %s of %v is not a bun column", f.GoName, b.m.Type)
 		}
 	}
-	b.idCol = b.cols[b.r.model.id.goName]
+	b.idCol = b.cols[b.m.ID.GoName]
 	if b.cfg.tenant {
-		if b.r.model.tenant == nil {
-			return fmt.Errorf(`store: %v is tenant scoped but has no field tagged store:"tenant"`, b.r.model.typ)
+		if b.m.Tenant == nil {
+			return fmt.Errorf(`store: %v is tenant scoped but has no field tagged store:"tenant"`, b.m.Type)
 		}
-		b.tenCol = b.cols[b.r.model.tenant.goName]
+		b.tenCol = b.cols[b.m.Tenant.GoName]
 	}
 	return nil
 }
 
 func (b *binder[T]) createTable(ctx context.Context) error {
 	if _, err := b.db.NewCreateTable().Model((*T)(nil)).IfNotExists().Exec(ctx); err != nil {
-		return fmt.Errorf("store: creating table of %v: %w", b.r.model.typ, err)
+		return fmt.Errorf("store: creating table of %v: %w", b.m.Type, err)
 	}
 	if b.cfg.tenant {
 		name := b.db.Table(reflect.TypeFor[T]()).Name + "_tenant_idx"
 		_, err := b.db.NewCreateIndex().Model((*T)(nil)).Index(name).
 			ColumnExpr("?, ?", b.tenCol, b.idCol).IfNotExists().Exec(ctx)
 		if err != nil {
-			return fmt.Errorf("store: creating tenant index of %v: %w", b.r.model.typ, err)
+			return fmt.Errorf("store: creating tenant index of %v: %w", b.m.Type, err)
 		}
 	}
 	return nil
@@ -195,18 +199,18 @@ func (b *binder[T]) list(fx *engine.Fx, in Query) ([]T, error) {
 			}
 			cursor = s
 		default:
-			f := b.r.model.byJSON[k]
-			if f == nil || !f.filter {
+			f := b.m.ByJSON[k]
+			if f == nil || !f.Filter {
 				issues = append(issues, engine.ValidationIssue{Path: k, Message: "not a filter of this list"})
 				continue
 			}
-			typed, err := convert(v, f.typ)
+			typed, err := convert(v, f.Type)
 			if err != nil {
 				issues = append(issues, engine.ValidationIssue{Path: k, Message: err.Error()})
 				continue
 			}
 			filters[k] = v
-			conds = append(conds, cond{col: b.cols[f.goName], val: typed})
+			conds = append(conds, cond{col: b.cols[f.GoName], val: typed})
 		}
 	}
 	if len(issues) > 0 {
@@ -233,7 +237,7 @@ func (b *binder[T]) list(fx *engine.Fx, in Query) ([]T, error) {
 	}
 	if len(rows) > limit {
 		rows = rows[:limit]
-		last := reflect.ValueOf(&rows[limit-1]).Elem().FieldByIndex(b.r.model.id.index).String()
+		last := reflect.ValueOf(&rows[limit-1]).Elem().FieldByIndex(b.m.ID.Index).String()
 		fx.SetMeta("nextCursor", encodeCursor(last, digest))
 	}
 	return rows, nil
@@ -313,13 +317,13 @@ func (b *binder[T]) decodeFields(in Fields, skip string) (T, []string, error) {
 		if k == skip {
 			continue
 		}
-		f := b.r.model.byJSON[k]
-		if f == nil || !f.writable() {
+		f := b.m.ByJSON[k]
+		if f == nil || !f.Writable() {
 			issues = append(issues, engine.ValidationIssue{Path: k, Message: "not a writable field"})
 			continue
 		}
 		body[k] = in[k]
-		present = append(present, f.goName)
+		present = append(present, f.GoName)
 	}
 	if len(issues) > 0 {
 		return row, nil, engine.Invalid(issues...)
@@ -349,14 +353,14 @@ func (b *binder[T]) create(fx *engine.Fx, in Fields) (T, error) {
 		return zero, err
 	}
 	rv := reflect.ValueOf(&row).Elem()
-	rv.FieldByIndex(b.r.model.id.index).SetString(id.String())
+	rv.FieldByIndex(b.m.ID.Index).SetString(id.String())
 	if b.cfg.tenant {
-		rv.FieldByIndex(b.r.model.tenant.index).SetString(tenant)
+		rv.FieldByIndex(b.m.Tenant.Index).SetString(tenant)
 	}
 	now := b.cfg.now().UTC().Truncate(time.Microsecond) // what both databases keep
-	for _, f := range b.r.model.fields {
-		if f.created {
-			rv.FieldByIndex(f.index).Set(reflect.ValueOf(now))
+	for _, f := range b.m.Fields {
+		if f.Created {
+			rv.FieldByIndex(f.Index).Set(reflect.ValueOf(now))
 		}
 	}
 	if _, err := b.db.NewInsert().Model(&row).Exec(fx.Context()); err != nil {

@@ -1,4 +1,4 @@
-package store
+package record
 
 import (
 	"reflect"
@@ -58,7 +58,7 @@ func TestInspectFindsTheID(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.typ.Name(), func(t *testing.T) {
 			t.Parallel()
-			m, err := inspect(tc.typ)
+			m, err := Inspect(tc.typ)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error = %v, want one saying %q", err, tc.err)
@@ -68,12 +68,12 @@ func TestInspectFindsTheID(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m.id.goName != tc.id || !m.id.id || m.id.writable() {
-				t.Fatalf("id = %s (id %v, writable %v), want %s", m.id.goName, m.id.id, m.id.writable(), tc.id)
+			if m.ID.GoName != tc.id || !m.ID.IsID || m.ID.Writable() {
+				t.Fatalf("id = %s (id %v, writable %v), want %s", m.ID.GoName, m.ID.IsID, m.ID.Writable(), tc.id)
 			}
-			for _, f := range m.fields {
-				if f.id != (f == m.id) {
-					t.Fatalf("field %s is marked id %v", f.goName, f.id)
+			for _, f := range m.Fields {
+				if f.IsID != (f == m.ID) {
+					t.Fatalf("field %s is marked id %v", f.GoName, f.IsID)
 				}
 			}
 		})
@@ -96,32 +96,32 @@ func TestInspectFields(t *testing.T) {
 		Plain  int
 		Title  string `json:"title" store:" filter , readonly "`
 	}
-	m, err := inspect(reflect.TypeFor[record]())
+	m, err := Inspect(reflect.TypeFor[record]())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, f := range m.fields {
-		names = append(names, f.goName+":"+f.jsonName)
+	for _, f := range m.Fields {
+		names = append(names, f.GoName+":"+f.JSONName)
 	}
 	if got := strings.Join(names, ","); got != "ID:id,Tenant:-,Plain:Plain,Title:title" {
 		t.Fatalf("fields %s", got)
 	}
 	var byJSON []string
-	for name := range m.byJSON {
+	for name := range m.ByJSON {
 		byJSON = append(byJSON, name)
 	}
 	sort.Strings(byJSON)
 	if got := strings.Join(byJSON, ","); got != "Plain,id,title" {
 		t.Fatalf("fields by JSON name %s", got)
 	}
-	if m.tenant == nil || m.tenant.goName != "Tenant" || m.id.goName != "ID" {
-		t.Fatalf("tenant %+v, id %+v", m.tenant, m.id)
+	if m.Tenant == nil || m.Tenant.GoName != "Tenant" || m.ID.GoName != "ID" {
+		t.Fatalf("tenant %+v, id %+v", m.Tenant, m.ID)
 	}
-	if title := m.byJSON["title"]; !title.filter || !title.readonly || title.writable() {
+	if title := m.ByJSON["title"]; !title.Filter || !title.Readonly || title.Writable() {
 		t.Fatalf("title %+v: options with spaces not read", title)
 	}
-	if !m.byJSON["Plain"].writable() {
+	if !m.ByJSON["Plain"].Writable() {
 		t.Fatal("a plain field is not writable")
 	}
 }
@@ -155,7 +155,7 @@ func TestInspectRefuses(t *testing.T) {
 		{reflect.TypeFor[tenantFilter](), "the tenant field cannot be a filter"},
 		{reflect.TypeFor[cursorFilter](), `"cursor" is a list parameter and cannot be a filter`},
 	} {
-		if _, err := inspect(tc.typ); err == nil || !strings.Contains(err.Error(), tc.err) {
+		if _, err := Inspect(tc.typ); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%v: error = %v, want one saying %q", tc.typ, err, tc.err)
 		}
 	}
