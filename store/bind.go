@@ -10,7 +10,9 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/store/internal/record"
@@ -59,6 +61,7 @@ type binder[T any] struct {
 	cols   map[string]schema.Safe // Go field name → quoted column
 	idCol  schema.Safe
 	tenCol schema.Safe
+	uuidID bool // the id column is of a uuid type, which refuses other text in a query
 }
 
 // Bind binds the resource's five flows to db. It is an [engine.Option]: a problem with
@@ -110,6 +113,9 @@ func (b *binder[T]) prepare() error {
 	b.cols = map[string]schema.Safe{}
 	for _, f := range table.Fields {
 		b.cols[f.GoName] = f.SQLName
+		if f.GoName == m.ID.GoName {
+			b.uuidID = strings.EqualFold(f.UserSQLType, "uuid") || strings.EqualFold(f.CreateTableSQLType, "uuid")
+		}
 	}
 	for _, f := range b.m.Fields {
 		if _, ok := b.cols[f.GoName]; !ok {
@@ -167,6 +173,64 @@ func (b *binder[T]) scope(q bun.QueryBuilder, id, tenant string) bun.QueryBuilde
 
 func notFound() error { return engine.NotFound("record not found") }
 
+// badText is the issue of a value that holds text no database column takes alike: a NUL
+// byte (Postgres refuses it in text; bun cannot quote it for either driver) or invalid
+// UTF-8. It looks into maps, slices and pointers, as far as a JSON value nests.
+func badText(v reflect.Value) string {
+	switch v.Kind() {
+	case reflect.String:
+		if s := v.String(); strings.IndexByte(s, 0) >= 0 {
+			return "must not contain a NUL character"
+		} else if !utf8.ValidString(s) {
+			return "must be valid UTF-8"
+		}
+	case reflect.Interface, reflect.Pointer:
+		if !v.IsNil() {
+			return badText(v.Elem())
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return "" // bytes: no text
+		}
+		for i := range v.Len() {
+			if msg := badText(v.Index(i)); msg != "" {
+				return msg
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if msg := badText(it.Key()); msg != "" {
+				return msg
+			}
+			if msg := badText(it.Value()); msg != "" {
+				return msg
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if !v.Type().Field(i).IsExported() {
+				continue
+			}
+			if msg := badText(v.Field(i)); msg != "" {
+				return msg
+			}
+		}
+	}
+	return ""
+}
+
+// unstorableID reports whether id cannot be a stored record's, which is answered
+// NotFound without a query: one with text no database keeps (see [badText]), or, for a
+// uuid-typed key, anything but a UUID in its 36-character form (the only form create
+// makes; Postgres fails the query on text that is not a UUID).
+func (b *binder[T]) unstorableID(id string) bool {
+	if b.uuidID {
+		_, err := uuid.Parse(id)
+		return len(id) != 36 || err != nil
+	}
+	return badText(reflect.ValueOf(id)) != ""
+}
+
 func (b *binder[T]) list(fx *engine.Fx, in Query) ([]T, error) {
 	tenant, err := b.tenantOf(fx)
 	if err != nil {
@@ -202,6 +266,10 @@ func (b *binder[T]) list(fx *engine.Fx, in Query) ([]T, error) {
 			f := b.m.ByJSON[k]
 			if f == nil || !f.Filter {
 				issues = append(issues, engine.ValidationIssue{Path: k, Message: "not a filter of this list"})
+				continue
+			}
+			if msg := badText(reflect.ValueOf(v)); msg != "" {
+				issues = append(issues, engine.ValidationIssue{Path: k, Message: msg})
 				continue
 			}
 			typed, err := convert(v, f.Type)
@@ -285,6 +353,9 @@ func convert(v any, t reflect.Type) (any, error) {
 
 func (b *binder[T]) load(ctx context.Context, id, tenant string) (T, error) {
 	var row T
+	if b.unstorableID(id) {
+		return row, notFound()
+	}
 	q := b.db.NewSelect().Model(&row).Limit(1)
 	q = b.scope(q.QueryBuilder(), id, tenant).Unwrap().(*bun.SelectQuery)
 	if err := q.Scan(ctx); err != nil {
@@ -320,6 +391,10 @@ func (b *binder[T]) decodeFields(in Fields, skip string) (T, []string, error) {
 		f := b.m.ByJSON[k]
 		if f == nil || !f.Writable() {
 			issues = append(issues, engine.ValidationIssue{Path: k, Message: "not a writable field"})
+			continue
+		}
+		if msg := badText(reflect.ValueOf(in[k])); msg != "" {
+			issues = append(issues, engine.ValidationIssue{Path: k, Message: msg})
 			continue
 		}
 		body[k] = in[k]
@@ -383,6 +458,9 @@ func (b *binder[T]) update(fx *engine.Fx, in Fields) (T, error) {
 	if err != nil {
 		return zero, err
 	}
+	if b.unstorableID(id) {
+		return zero, notFound()
+	}
 	if len(present) > 0 {
 		q := b.db.NewUpdate().Model((*T)(nil))
 		for _, name := range present {
@@ -404,6 +482,9 @@ func (b *binder[T]) remove(fx *engine.Fx, in ID) (engine.NoContent, error) {
 	tenant, err := b.tenantOf(fx)
 	if err != nil {
 		return engine.NoContent{}, err
+	}
+	if b.unstorableID(in.ID) {
+		return engine.NoContent{}, notFound()
 	}
 	q := b.db.NewDelete().Model((*T)(nil))
 	q = b.scope(q.QueryBuilder(), in.ID, tenant).Unwrap().(*bun.DeleteQuery)
