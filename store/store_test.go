@@ -502,34 +502,3 @@ func TestBindOptions(t *testing.T) {
 		}
 	})
 }
-
-// The input schemas published for the five flows offer what each flow takes: the
-// writable fields (the created, readonly, tenant and id fields are the server's), the
-// filters, and the id.
-func TestInputSchemas(t *testing.T) {
-	t.Parallel()
-	keys := func(f interface{ Def() *engine.FlowDef }) (props, required string) {
-		s := f.Def().InputSchema()
-		var names []string
-		for k := range s.Properties {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		return strings.Join(names, ","), strings.Join(s.Required, ",")
-	}
-	for _, tc := range []struct {
-		flow            interface{ Def() *engine.FlowDef }
-		props, required string
-	}{
-		{Notes.List, "cursor,limit,pinned,title", ""},
-		{Notes.Get, "id", "id"},
-		{Notes.Create, "body,pinned,title", "title,body"},
-		{Notes.Update, "body,id,pinned,title", "id"},
-		{Notes.Remove, "id", "id"},
-	} {
-		props, required := keys(tc.flow)
-		if props != tc.props || required != tc.required {
-			t.Errorf("%s: properties %s, required %s; want %s and %s", tc.flow.Def().ID(), props, required, tc.props, tc.required)
-		}
-	}
-}
