@@ -13,8 +13,8 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
-	"github.com/bbc28f59/engine/internal/testauth"
 	tc "github.com/bbc28f59/engine/internal/testcontract"
+	"github.com/bbc28f59/engine/internal/testenv"
 )
 
 // attempts records when each request reached a raw server.
@@ -205,7 +205,7 @@ func TestCancelDuringBackoff(t *testing.T) {
 	}
 }
 
-// probeSpec is the starting state of a [testauth.Token].
+// probeSpec is the starting state of a [testenv.Token].
 type probeSpec struct {
 	token, fixTo string
 	fail         bool
@@ -237,7 +237,7 @@ func TestAuthRefresh(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			env := setup(t)
-			probe := &testauth.Token{Value: tt.probe.token, FixTo: tt.probe.fixTo, Fail: tt.probe.fail}
+			probe := &testenv.Token{Value: tt.probe.token, FixTo: tt.probe.fixTo, Fail: tt.probe.fail}
 			c := env.client(t, clientx.WithAuth(probe.Auth()))
 			var code string
 			var status int

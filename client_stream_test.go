@@ -12,8 +12,8 @@ import (
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
 	"github.com/bbc28f59/engine/httpx"
-	"github.com/bbc28f59/engine/internal/testauth"
 	tc "github.com/bbc28f59/engine/internal/testcontract"
+	"github.com/bbc28f59/engine/internal/testenv"
 )
 
 // sseServer answers every request with an event stream of frames, after the replies
@@ -204,7 +204,7 @@ func TestOpenStreamBeforeTheStream(t *testing.T) {
 			t.Parallel()
 			s := newSSEServer(t, `{"n":1}`)
 			s.queue(tt.before...)
-			probe := &testauth.Token{Value: "stale", FixTo: "good"}
+			probe := &testenv.Token{Value: "stale", FixTo: "good"}
 			c, err := clientx.New(s.url, clientx.WithAuth(probe.Auth()), clientx.WithRetry(clientx.Retry{Retries: 1, Delay: time.Millisecond}))
 			if err != nil {
 				t.Fatal(err)

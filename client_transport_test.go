@@ -10,8 +10,8 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
-	"github.com/bbc28f59/engine/internal/testauth"
 	tc "github.com/bbc28f59/engine/internal/testcontract"
+	"github.com/bbc28f59/engine/internal/testenv"
 )
 
 // TestTransportErrors checks every reply that is not a result envelope becomes a
@@ -163,7 +163,7 @@ func TestDoStream(t *testing.T) {
 		<-release // the stream is still open when DoStream returns
 	})
 	defer close(release)
-	tk := &testauth.Token{Value: "stale", FixTo: "good"}
+	tk := &testenv.Token{Value: "stale", FixTo: "good"}
 	tr := clientx.NewTransport(clientx.WithAuth(tk.Auth()), clientx.WithHeaders(http.Header{"X-App": {"app"}}))
 	resp, e := tr.DoStream(ctxT(t), http.MethodGet, url+"/stream", http.Header{"Last-Event-ID": {"7"}}, nil)
 	if e != nil {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
-	"github.com/bbc28f59/engine/internal/testauth"
+	"github.com/bbc28f59/engine/internal/testenv"
 )
 
 // auIn is an input with no required field.
@@ -120,7 +120,7 @@ func TestAnExpiredTokenIsRefreshedOnAPublicFlow(t *testing.T) {
 	t.Parallel()
 	srv, _ := authRoutes(t)
 	for _, path := range []string{"au.public", "au.gated"} {
-		tk := &testauth.Token{Value: "expired", FixTo: "good"}
+		tk := &testenv.Token{Value: "expired", FixTo: "good"}
 		c, err := clientx.New(srv.URL, clientx.WithAuth(tk.Auth()))
 		if err != nil {
 			t.Fatal(err)

@@ -17,8 +17,8 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
-	"github.com/bbc28f59/engine/internal/testauth"
 	tc "github.com/bbc28f59/engine/internal/testcontract"
+	"github.com/bbc28f59/engine/internal/testenv"
 )
 
 // seen is one request as it reached the server, recorded by [recorder].
@@ -82,7 +82,7 @@ func (b *syncBuffer) String() string {
 }
 
 // tokenAuth accepts "Bearer good" and rejects any other token; no header is anonymous.
-type tokenAuth = testauth.BearerAuth
+type tokenAuth = testenv.BearerAuth
 
 // testEnv is a running test app: the server URL, the request recorder and the log.
 type testEnv struct {

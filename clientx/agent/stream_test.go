@@ -18,7 +18,7 @@ import (
 	"github.com/bbc28f59/engine/ai/providers/scripted"
 	"github.com/bbc28f59/engine/clientx"
 	"github.com/bbc28f59/engine/clientx/agent"
-	"github.com/bbc28f59/engine/internal/testauth"
+	"github.com/bbc28f59/engine/internal/testenv"
 )
 
 // The desk app of the stream tests: an agent flow that streams its run (gated: it needs
@@ -101,7 +101,7 @@ func serveDesk() (*deskServer, error) {
 	var err error
 	s.app, err = engine.New(
 		engine.WithLogger(slog.New(slog.DiscardHandler)),
-		engine.WithAuthenticator(testauth.BearerAuth{}),
+		engine.WithAuthenticator(testenv.BearerAuth{}),
 		engine.BindStream(deskChat, stream),
 		engine.BindStream(deskLocked, stream, engine.Use(refuse)),
 		engine.Bind(deskSummary, func(fx *engine.Fx, in DeskIn) (*ai.AgentRun, error) {
@@ -223,7 +223,7 @@ func TestStreamBeforeTheStream(t *testing.T) {
 			t.Parallel()
 			s := newDeskServer(t)
 			s.fail.Store(tt.fail)
-			tk := &testauth.Token{Value: tt.token, FixTo: tt.fixTo}
+			tk := &testenv.Token{Value: tt.token, FixTo: tt.fixTo}
 			c, err := clientx.ForApp(s.app, s.URL, clientx.WithAuth(tk.Auth()), clientx.WithRetry(clientx.Retry{Retries: 1, Delay: time.Millisecond}))
 			if err != nil {
 				t.Fatal(err)

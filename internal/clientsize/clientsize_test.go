@@ -204,22 +204,3 @@ func TestAClientBinaryStaysCloseToABareCall(t *testing.T) {
 		t.Fatalf("the client is %.3f times bareschema, over the %.2f budget: something it links grew (go tool nm -size -sort size, go version -m)", own, budget)
 	}
 }
-
-// The root package's tests import no database driver: go mod tidy in a module that
-// imports only the root keeps the modules of those tests too, so a driver there would
-// put bun, pgx and SQLite into every such module's go.sum.
-func TestTheRootTestsImportNoDriver(t *testing.T) {
-	t.Parallel()
-	goCmd := goTool(t)
-	deps := strings.Fields(run(t, goCmd, "list", "-deps", "-test", "github.com/bbc28f59/engine"))
-	if !slices.Contains(deps, "github.com/bbc28f59/engine/internal/testauth") {
-		t.Fatalf("the root tests' dependencies lack testauth: not the root's? %v", deps)
-	}
-	for _, d := range deps {
-		for _, driver := range []string{"github.com/uptrace/bun", "github.com/jackc/pgx", "modernc.org/sqlite"} {
-			if d == driver || strings.HasPrefix(d, driver+"/") {
-				t.Errorf("the root package's tests import %s", d)
-			}
-		}
-	}
-}

@@ -8,8 +8,6 @@
 // /_engine/client.d.ts with (imported, but unreached by a client and free of
 // initialisation work); and the first must stay within 5 % of the same call made by hand
 // with the JSON Schema library the flow declarations publish their schemas with (the test
-// logs the ratio to the bare call too). It also holds that the root package's tests
-// import no database driver, which go mod tidy would add to the go.sum of every module
-// importing the root. The package has no code of its own; the checks are its tests, run
-// by go test ./... like any other.
+// logs the ratio to the bare call too). The package has no code of its own; the check is
+// its test, run by go test ./... like any other.
 package clientsize

@@ -3,8 +3,8 @@
 // reason when none is configured) with a schema or journal tables of a test's own
 // ([Schema], [PostgresJournal]), SQLite databases and journals ([MemorySQLite],
 // [SQLiteJournal]), real processes of a Go binary such as examples/conformance ([Build],
-// [StartProcess]). The bearer-token fakes of the client tests are in package testauth,
-// which imports no database code.
+// [StartProcess]), and the bearer-token fakes of the client tests ([BearerAuth],
+// [Token]).
 //
 // It is for tests. The one other importer is the chaos harness (bench/chaos), which
 // starts and kills the reference app's processes the way the tests do.

@@ -1,8 +1,4 @@
-// Package testauth holds the bearer-token fakes of the client tests: [BearerAuth], an
-// authenticator that accepts one token, and [Token], a client credential whose refresh a
-// test controls. It imports no database code, so the tests of the root package, which use
-// it, add no driver to what a user's module downloads.
-package testauth
+package testenv
 
 import (
 	"context"
