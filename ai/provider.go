@@ -98,18 +98,6 @@ type Chunk struct {
 	FinishReason string
 }
 
-// size is the bytes of reply the chunk carries, counted against [MaxReplyBytes].
-func (c Chunk) size() int64 {
-	n := len(c.Text)
-	if d := c.ToolCall; d != nil {
-		n += len(d.ID) + len(d.Name) + len(d.ArgsDelta)
-	}
-	if d := c.Reasoning; d != nil {
-		n += len(d.Text) + len(d.Signature) + len(d.Redacted)
-	}
-	return int64(n)
-}
-
 // ToolCallDelta is a piece of a tool call. Pieces of the same call share Index, which counts tool calls within the
 // turn from zero. ID and Name are set when the provider sends them; ID may stay empty, in which case the agent loop
 // names the call agent:step:index.
