@@ -145,6 +145,18 @@ func TestInspectRefuses(t *testing.T) {
 		ID     string `store:"id"`
 		Cursor string `json:"cursor" store:"filter"`
 	}
+	type twoTenants struct {
+		ID string `store:"id"`
+		A  string `json:"a" store:"tenant"`
+		B  string `json:"b" store:"tenant"`
+	}
+	type intTenant struct {
+		ID     string `store:"id"`
+		Tenant int    `json:"-" store:"tenant"`
+	}
+	type badOption struct {
+		ID string `store:"id,bogus"`
+	}
 	for _, tc := range []struct {
 		typ reflect.Type
 		err string
@@ -154,9 +166,51 @@ func TestInspectRefuses(t *testing.T) {
 		{reflect.TypeFor[intCreated](), "created field Created must be a time.Time"},
 		{reflect.TypeFor[tenantFilter](), "the tenant field cannot be a filter"},
 		{reflect.TypeFor[cursorFilter](), `"cursor" is a list parameter and cannot be a filter`},
+		{reflect.TypeFor[twoTenants](), "one string tenant field at most"},
+		{reflect.TypeFor[intTenant](), "one string tenant field at most"},
+		{reflect.TypeFor[badOption](), `field ID: unknown store option "bogus"`},
 	} {
 		if _, err := Inspect(tc.typ); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%v: error = %v, want one saying %q", tc.typ, err, tc.err)
 		}
+	}
+}
+
+// Declare reads a record and its schema, and words a problem as engine.New reports it.
+func TestDeclare(t *testing.T) {
+	t.Parallel()
+	type note struct {
+		ID    string `json:"id" store:"id"`
+		Title string `json:"title"`
+	}
+	m, s, err := Declare(reflect.TypeFor[note]())
+	if err != nil || m.ID.GoName != "ID" || s == nil || s.Properties["title"] == nil || s.Properties["title"].Type != "string" {
+		t.Fatalf("Declare: model %+v, schema %+v, err %v", m, s, err)
+	}
+	type noID struct {
+		Title string `json:"title"`
+	}
+	if m, s, err := Declare(reflect.TypeFor[noID]()); err == nil || !strings.HasPrefix(err.Error(), "store: record type") || m != nil || s != nil {
+		t.Fatalf("Declare of a record without an id: %v %v %v", m, s, err)
+	}
+	type withChan struct {
+		ID string        `json:"id" store:"id"`
+		C  chan struct{} `json:"c"`
+	}
+	if _, _, err := Declare(reflect.TypeFor[withChan]()); err != nil {
+		t.Fatalf("a field JSON cannot carry is left out of the schema, not an error: %v", err)
+	}
+}
+
+// Only bun's BaseModel is left out as the table's carrier, not a type of that name elsewhere.
+func TestOnlyBunsBaseModelIsLeftOut(t *testing.T) {
+	t.Parallel()
+	type BaseModel struct{}
+	type record struct {
+		BaseModel `json:"base"`
+		ID        string `json:"id" store:"id"`
+	}
+	if _, err := Inspect(reflect.TypeFor[record]()); err == nil || !strings.Contains(err.Error(), "embedded field BaseModel is not supported") {
+		t.Fatalf("a BaseModel of another package: %v", err)
 	}
 }
