@@ -114,7 +114,7 @@ func (b *binder[T]) prepare() error {
 	for _, f := range table.Fields {
 		b.cols[f.GoName] = f.SQLName
 		if f.GoName == m.ID.GoName {
-			b.uuidID = strings.EqualFold(f.UserSQLType, "uuid") || strings.EqualFold(f.CreateTableSQLType, "uuid")
+			b.uuidID = strings.EqualFold(f.UserSQLType, "uuid") // bun:"type:uuid"
 		}
 	}
 	for _, f := range b.m.Fields {

@@ -62,6 +62,10 @@ func TestBadText(t *testing.T) {
 		Name string
 		note string
 	}
+	type hiddenFirst struct {
+		note string
+		Name string
+	}
 	for _, tc := range []struct {
 		v    any
 		want string
@@ -75,6 +79,7 @@ func TestBadText(t *testing.T) {
 		{[]byte("\x00\xff"), ""},
 		{inner{Name: "x\x00"}, "must not contain a NUL character"},
 		{inner{note: "x\x00"}, ""},
+		{hiddenFirst{note: "ok", Name: "x\x00"}, "must not contain a NUL character"},
 		{&inner{Name: "ok"}, ""},
 		{(*inner)(nil), ""},
 		{42.0, ""},

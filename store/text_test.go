@@ -48,6 +48,11 @@ func TestTextNoDatabaseKeeps(t *testing.T) {
 			t.Fatal(n.Error)
 		}
 		tok := h.token(t, "t1")
+		label := clientx.Call(ctx, c, Labels.Create, store.Fields{"name": "red"})
+		if label.Error != nil {
+			t.Fatal(label.Error)
+		}
+		id := label.Data.ID
 		before := h.count(t)
 		for _, tc := range []struct {
 			method, path, body string
@@ -65,6 +70,10 @@ func TestTextNoDatabaseKeeps(t *testing.T) {
 			{http.MethodGet, "/labels/not-a-uuid", "", 404},
 			{http.MethodPatch, "/labels/not-a-uuid", `{"name":"x"}`, 404},
 			{http.MethodDelete, "/labels/not-a-uuid", "", 404},
+			{http.MethodGet, "/labels/" + strings.Repeat("x", 36), "", 404},
+			{http.MethodGet, "/labels/urn:uuid:" + id, "", 404},
+			{http.MethodGet, "/labels/%7B" + id + "%7D", "", 404},
+			{http.MethodGet, "/labels/" + id, "", 200},
 		} {
 			if status, body := h.exchange(t, tc.method, tc.path, tok, tc.body); status != tc.status {
 				t.Errorf("%s %s %s: %d %s, want %d", tc.method, tc.path, tc.body, status, body, tc.status)
@@ -72,6 +81,11 @@ func TestTextNoDatabaseKeeps(t *testing.T) {
 		}
 		if n := h.count(t); n != before {
 			t.Fatalf("%d notes, want %d", n, before)
+		}
+		// Every field at fault is reported, not the first alone.
+		status, body := h.exchange(t, http.MethodPost, "/notes", tok, `{"body":"\u0000","title":"a\u0000"}`)
+		if status != http.StatusBadRequest || !strings.Contains(body, `"path":"body"`) || !strings.Contains(body, `"path":"title"`) {
+			t.Errorf("two fields with a NUL: %d %s", status, body)
 		}
 	})
 }
