@@ -53,7 +53,7 @@ func Ask(fx *engine.Fx, model *ModelDef, prompt string, opts AskOptions) (string
 		Cost float64 `json:"cost"`
 	}
 	a, err := durable.Step(fx, "ask:"+name, func(ctx context.Context) (answer, error) {
-		reply, err := Collect(model.Provider().Stream(ctx, Request{Model: model.ModelID(), Reasoning: model.reasoning, System: opts.System,
+		reply, err := Collect(model.stream(ctx, Request{Model: model.ModelID(), Reasoning: model.reasoning, System: opts.System,
 			Messages: []Message{{Role: RoleUser, Content: prompt}}}))
 		if err != nil {
 			return answer{}, err
@@ -92,7 +92,7 @@ func StreamText(fx *engine.Fx, model *ModelDef, prompt string, out *engine.Strea
 	sse := out.SSE() // the response begins now, as the model is asked
 	req := Request{Model: model.ModelID(), Reasoning: model.reasoning, Messages: []Message{{Role: RoleUser, Content: prompt}}}
 	var text []byte
-	for chunk, err := range model.Provider().Stream(fx.Context(), req) {
+	for chunk, err := range model.stream(fx.Context(), req) {
 		if err != nil {
 			fx.Logger().Warn("ai: text stream failed", "err", err)
 			return "", err

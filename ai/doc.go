@@ -9,7 +9,10 @@
 // OpenAI-compatible server), ai/providers/anthropic, and ai/providers/scripted, which
 // plays a script for tests and offline demos. [Model] names a provider's model under an
 // application-chosen name, with prices ([WithPricing]) that turn reported token counts
-// into spend; switching vendor is then a one-line change.
+// into spend; switching vendor is then a one-line change. One reply of a model holds at
+// most [MaxReplyBytes] ([DefaultMaxReplyBytes], 1 MiB, unless set): past it the model
+// call is closed and an agent run ends with RUN_ERROR code ReplyTooLarge, so a run's
+// memory, stored log and recorded output stay bounded whatever the model sends.
 //
 // # Agents and tools
 //

@@ -105,6 +105,8 @@ const (
 	CodeAbortError    = "AbortError"
 	CodeProviderError = "ProviderError"
 	CodeWorkerLost    = "WorkerLost"
+	// CodeReplyTooLarge ends a run whose model reply passed the model's [MaxReplyBytes].
+	CodeReplyTooLarge = "ReplyTooLarge"
 )
 
 // loop runs the agent until it stops, parks or fails, emitting every event. It fills

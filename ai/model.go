@@ -14,6 +14,7 @@ type ModelDef struct {
 	modelID   string
 	pricing   *pricing
 	reasoning *ReasoningOptions
+	maxReply  int64 // bytes of one reply; 0 means DefaultMaxReplyBytes
 }
 
 // pricing is the price of a million tokens, input and output.
@@ -63,6 +64,9 @@ func (m *ModelDef) Validate() error {
 	}
 	if m.modelID == "" {
 		errs = append(errs, fmt.Errorf("ai: model %q has no model id", m.name))
+	}
+	if m.maxReply < 0 {
+		errs = append(errs, fmt.Errorf("ai: model %q: MaxReplyBytes must not be negative", m.name))
 	}
 	if p := m.pricing; p != nil && (p.in < 0 || p.out < 0) {
 		errs = append(errs, fmt.Errorf("ai: model %q has a negative price", m.name))

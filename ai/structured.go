@@ -268,7 +268,7 @@ func AskAs[T any](fx *engine.Fx, model *ModelDef, prompt string, opts AskOptions
 		req := Request{Model: model.ModelID(), System: opts.System, Messages: []Message{{Role: RoleUser, Content: prompt}}}
 		st.apply(&req, model.Provider())
 		for attempt := 0; ; attempt++ {
-			reply, err := Collect(model.Provider().Stream(ctx, req))
+			reply, err := Collect(model.stream(ctx, req))
 			if err != nil {
 				return outcome{}, err
 			}

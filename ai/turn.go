@@ -2,6 +2,7 @@ package ai
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -12,10 +13,13 @@ import (
 // returns the assembled turn.
 func (s *loopState) streamTurn(ctx context.Context, stepName string, req Request) (turn, error) {
 	b := &turnBuilder{s: s, open: -1}
-	for chunk, err := range s.r.agent.model.Provider().Stream(ctx, req) {
+	for chunk, err := range s.r.agent.model.stream(ctx, req) {
 		if err != nil {
 			if ctx.Err() != nil {
 				return turn{}, ctx.Err()
+			}
+			if tooLarge := (*ReplyTooLargeError)(nil); errors.As(err, &tooLarge) {
+				return turn{}, &stopError{code: CodeReplyTooLarge, msg: err.Error()}
 			}
 			return turn{}, &stopError{code: CodeProviderError, msg: err.Error()}
 		}

@@ -245,13 +245,20 @@ func (j *Journal) Begin(ctx context.Context, nr NewRun) (*Run, error) {
 	return r, nil
 }
 
-// GetRun loads a run's stored record (no lease taken).
+// GetRun loads a run's stored record (no lease taken). An id that holds a NUL byte or is
+// not valid UTF-8 is [ErrNotFound] on every driver, without a query.
 func (j *Journal) GetRun(ctx context.Context, id string) (RunRecord, error) {
+	if unstorable(id) {
+		return RunRecord{}, ErrNotFound
+	}
 	return j.d.GetRun(ctx, id)
 }
 
 // ListParks returns every park of run runID ordered by key, decided or not.
 func (j *Journal) ListParks(ctx context.Context, runID string) ([]ParkRecord, error) {
+	if unstorable(runID) {
+		return nil, nil
+	}
 	return j.d.ListParks(ctx, runID)
 }
 
@@ -262,6 +269,9 @@ func (j *Journal) ListParks(ctx context.Context, runID string) ([]ParkRecord, er
 func (j *Journal) Claim(ctx context.Context, runID string) (*Run, error) {
 	if err := j.checkOpen(); err != nil {
 		return nil, err
+	}
+	if unstorable(runID) {
+		return nil, ErrNotFound
 	}
 	if !j.startClaim(runID) {
 		return nil, &LeaseBusyError{RunID: runID, Owner: j.opts.Owner, RetryAfter: j.opts.PollInterval}
@@ -298,6 +308,9 @@ func (j *Journal) Decide(ctx context.Context, runID, key string, d Decision) err
 	}
 	if err := j.checkOpen(); err != nil {
 		return err
+	}
+	if unstorable(runID) || unstorable(key) {
+		return ErrNotFound
 	}
 	now := j.now()
 	if d.DecidedAt.IsZero() {

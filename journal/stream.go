@@ -26,6 +26,9 @@ func (j *Journal) createStream(ctx context.Context, s Stream) (Stream, error) {
 
 // GetStream loads a stream record; FinishedAt non-nil means the stream ended.
 func (j *Journal) GetStream(ctx context.Context, id string) (Stream, error) {
+	if unstorable(id) {
+		return Stream{}, ErrNotFound
+	}
 	return j.d.GetStream(ctx, id)
 }
 
@@ -107,6 +110,9 @@ func (j *Journal) ReadEvents(ctx context.Context, streamID string, after int64, 
 	if limit <= 0 {
 		limit = 1000
 	}
+	if unstorable(streamID) {
+		return nil, nil
+	}
 	return j.d.ReadEvents(ctx, streamID, after, limit)
 }
 
@@ -119,6 +125,9 @@ func (j *Journal) ReadStream(ctx context.Context, id string, after int64, limit 
 	if limit <= 0 {
 		limit = 1000
 	}
+	if unstorable(id) {
+		return Stream{}, nil, ErrNotFound
+	}
 	if st, rows, ok := j.tails.read(id, after, limit, j.now()); ok {
 		return st, rows, nil
 	}
@@ -127,6 +136,9 @@ func (j *Journal) ReadStream(ctx context.Context, id string, after int64, limit 
 
 // LastSeq returns the highest stored seq of the stream, 0 when empty.
 func (j *Journal) LastSeq(ctx context.Context, streamID string) (int64, error) {
+	if unstorable(streamID) {
+		return 0, nil
+	}
 	return j.d.LastSeq(ctx, streamID)
 }
 

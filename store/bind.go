@@ -10,9 +10,12 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/store/internal/record"
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/schema"
@@ -52,11 +55,13 @@ func WithNow(now func() time.Time) BindOption { return func(c *bindConfig) { c.n
 
 type binder[T any] struct {
 	r      *Resource[T]
+	m      *record.Model
 	db     *bun.DB
 	cfg    bindConfig
 	cols   map[string]schema.Safe // Go field name → quoted column
 	idCol  schema.Safe
 	tenCol schema.Safe
+	uuidID bool // the id column is of a uuid type, which refuses other text in a query
 }
 
 // Bind binds the resource's five flows to db. It is an [engine.Option]: a problem with
@@ -93,9 +98,11 @@ func (b *binder[T]) prepare() error {
 	if b.r == nil {
 		return errors.New("store.Bind: nil resource")
 	}
-	if b.r.err != nil {
-		return b.r.err
+	m, _, err := record.Declare(reflect.TypeFor[T]())
+	if err != nil {
+		return err
 	}
+	b.m = m
 	if b.db == nil {
 		return errors.New("store.Bind: nil db")
 	}
@@ -106,32 +113,35 @@ func (b *binder[T]) prepare() error {
 	b.cols = map[string]schema.Safe{}
 	for _, f := range table.Fields {
 		b.cols[f.GoName] = f.SQLName
-	}
-	for _, f := range b.r.model.fields {
-		if _, ok := b.cols[f.goName]; !ok {
-			return fmt.Errorf("store: field %s of %v is not a bun column", f.goName, b.r.model.typ)
+		if f.GoName == m.ID.GoName {
+			b.uuidID = strings.EqualFold(f.UserSQLType, "uuid") // bun:"type:uuid"
 		}
 	}
-	b.idCol = b.cols[b.r.model.id.goName]
+	for _, f := range b.m.Fields {
+		if _, ok := b.cols[f.GoName]; !ok {
+			return fmt.Errorf("store: field %s of %v is not a bun column", f.GoName, b.m.Type)
+		}
+	}
+	b.idCol = b.cols[b.m.ID.GoName]
 	if b.cfg.tenant {
-		if b.r.model.tenant == nil {
-			return fmt.Errorf(`store: %v is tenant scoped but has no field tagged store:"tenant"`, b.r.model.typ)
+		if b.m.Tenant == nil {
+			return fmt.Errorf(`store: %v is tenant scoped but has no field tagged store:"tenant"`, b.m.Type)
 		}
-		b.tenCol = b.cols[b.r.model.tenant.goName]
+		b.tenCol = b.cols[b.m.Tenant.GoName]
 	}
 	return nil
 }
 
 func (b *binder[T]) createTable(ctx context.Context) error {
 	if _, err := b.db.NewCreateTable().Model((*T)(nil)).IfNotExists().Exec(ctx); err != nil {
-		return fmt.Errorf("store: creating table of %v: %w", b.r.model.typ, err)
+		return fmt.Errorf("store: creating table of %v: %w", b.m.Type, err)
 	}
 	if b.cfg.tenant {
 		name := b.db.Table(reflect.TypeFor[T]()).Name + "_tenant_idx"
 		_, err := b.db.NewCreateIndex().Model((*T)(nil)).Index(name).
 			ColumnExpr("?, ?", b.tenCol, b.idCol).IfNotExists().Exec(ctx)
 		if err != nil {
-			return fmt.Errorf("store: creating tenant index of %v: %w", b.r.model.typ, err)
+			return fmt.Errorf("store: creating tenant index of %v: %w", b.m.Type, err)
 		}
 	}
 	return nil
@@ -162,6 +172,64 @@ func (b *binder[T]) scope(q bun.QueryBuilder, id, tenant string) bun.QueryBuilde
 }
 
 func notFound() error { return engine.NotFound("record not found") }
+
+// badText is the issue of a value that holds text no database column takes alike: a NUL
+// byte (Postgres refuses it in text; bun cannot quote it for either driver) or invalid
+// UTF-8. It looks into maps, slices and pointers, as far as a JSON value nests.
+func badText(v reflect.Value) string {
+	switch v.Kind() {
+	case reflect.String:
+		if s := v.String(); strings.IndexByte(s, 0) >= 0 {
+			return "must not contain a NUL character"
+		} else if !utf8.ValidString(s) {
+			return "must be valid UTF-8"
+		}
+	case reflect.Interface, reflect.Pointer:
+		if !v.IsNil() {
+			return badText(v.Elem())
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return "" // bytes: no text
+		}
+		for i := range v.Len() {
+			if msg := badText(v.Index(i)); msg != "" {
+				return msg
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if msg := badText(it.Key()); msg != "" {
+				return msg
+			}
+			if msg := badText(it.Value()); msg != "" {
+				return msg
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if !v.Type().Field(i).IsExported() {
+				continue
+			}
+			if msg := badText(v.Field(i)); msg != "" {
+				return msg
+			}
+		}
+	}
+	return ""
+}
+
+// unstorableID reports whether id cannot be a stored record's, which is answered
+// NotFound without a query: one with text no database keeps (see [badText]), or, for a
+// uuid-typed key, anything but a UUID in its 36-character form (the only form create
+// makes; Postgres fails the query on text that is not a UUID).
+func (b *binder[T]) unstorableID(id string) bool {
+	if b.uuidID {
+		_, err := uuid.Parse(id)
+		return len(id) != 36 || err != nil
+	}
+	return badText(reflect.ValueOf(id)) != ""
+}
 
 func (b *binder[T]) list(fx *engine.Fx, in Query) ([]T, error) {
 	tenant, err := b.tenantOf(fx)
@@ -195,18 +263,22 @@ func (b *binder[T]) list(fx *engine.Fx, in Query) ([]T, error) {
 			}
 			cursor = s
 		default:
-			f := b.r.model.byJSON[k]
-			if f == nil || !f.filter {
+			f := b.m.ByJSON[k]
+			if f == nil || !f.Filter {
 				issues = append(issues, engine.ValidationIssue{Path: k, Message: "not a filter of this list"})
 				continue
 			}
-			typed, err := convert(v, f.typ)
+			if msg := badText(reflect.ValueOf(v)); msg != "" {
+				issues = append(issues, engine.ValidationIssue{Path: k, Message: msg})
+				continue
+			}
+			typed, err := convert(v, f.Type)
 			if err != nil {
 				issues = append(issues, engine.ValidationIssue{Path: k, Message: err.Error()})
 				continue
 			}
 			filters[k] = v
-			conds = append(conds, cond{col: b.cols[f.goName], val: typed})
+			conds = append(conds, cond{col: b.cols[f.GoName], val: typed})
 		}
 	}
 	if len(issues) > 0 {
@@ -233,7 +305,7 @@ func (b *binder[T]) list(fx *engine.Fx, in Query) ([]T, error) {
 	}
 	if len(rows) > limit {
 		rows = rows[:limit]
-		last := reflect.ValueOf(&rows[limit-1]).Elem().FieldByIndex(b.r.model.id.index).String()
+		last := reflect.ValueOf(&rows[limit-1]).Elem().FieldByIndex(b.m.ID.Index).String()
 		fx.SetMeta("nextCursor", encodeCursor(last, digest))
 	}
 	return rows, nil
@@ -281,6 +353,9 @@ func convert(v any, t reflect.Type) (any, error) {
 
 func (b *binder[T]) load(ctx context.Context, id, tenant string) (T, error) {
 	var row T
+	if b.unstorableID(id) {
+		return row, notFound()
+	}
 	q := b.db.NewSelect().Model(&row).Limit(1)
 	q = b.scope(q.QueryBuilder(), id, tenant).Unwrap().(*bun.SelectQuery)
 	if err := q.Scan(ctx); err != nil {
@@ -313,13 +388,17 @@ func (b *binder[T]) decodeFields(in Fields, skip string) (T, []string, error) {
 		if k == skip {
 			continue
 		}
-		f := b.r.model.byJSON[k]
-		if f == nil || !f.writable() {
+		f := b.m.ByJSON[k]
+		if f == nil || !f.Writable() {
 			issues = append(issues, engine.ValidationIssue{Path: k, Message: "not a writable field"})
 			continue
 		}
+		if msg := badText(reflect.ValueOf(in[k])); msg != "" {
+			issues = append(issues, engine.ValidationIssue{Path: k, Message: msg})
+			continue
+		}
 		body[k] = in[k]
-		present = append(present, f.goName)
+		present = append(present, f.GoName)
 	}
 	if len(issues) > 0 {
 		return row, nil, engine.Invalid(issues...)
@@ -349,14 +428,14 @@ func (b *binder[T]) create(fx *engine.Fx, in Fields) (T, error) {
 		return zero, err
 	}
 	rv := reflect.ValueOf(&row).Elem()
-	rv.FieldByIndex(b.r.model.id.index).SetString(id.String())
+	rv.FieldByIndex(b.m.ID.Index).SetString(id.String())
 	if b.cfg.tenant {
-		rv.FieldByIndex(b.r.model.tenant.index).SetString(tenant)
+		rv.FieldByIndex(b.m.Tenant.Index).SetString(tenant)
 	}
 	now := b.cfg.now().UTC().Truncate(time.Microsecond) // what both databases keep
-	for _, f := range b.r.model.fields {
-		if f.created {
-			rv.FieldByIndex(f.index).Set(reflect.ValueOf(now))
+	for _, f := range b.m.Fields {
+		if f.Created {
+			rv.FieldByIndex(f.Index).Set(reflect.ValueOf(now))
 		}
 	}
 	if _, err := b.db.NewInsert().Model(&row).Exec(fx.Context()); err != nil {
@@ -379,6 +458,9 @@ func (b *binder[T]) update(fx *engine.Fx, in Fields) (T, error) {
 	if err != nil {
 		return zero, err
 	}
+	if b.unstorableID(id) {
+		return zero, notFound()
+	}
 	if len(present) > 0 {
 		q := b.db.NewUpdate().Model((*T)(nil))
 		for _, name := range present {
@@ -400,6 +482,9 @@ func (b *binder[T]) remove(fx *engine.Fx, in ID) (engine.NoContent, error) {
 	tenant, err := b.tenantOf(fx)
 	if err != nil {
 		return engine.NoContent{}, err
+	}
+	if b.unstorableID(in.ID) {
+		return engine.NoContent{}, notFound()
 	}
 	q := b.db.NewDelete().Model((*T)(nil))
 	q = b.scope(q.QueryBuilder(), in.ID, tenant).Unwrap().(*bun.DeleteQuery)

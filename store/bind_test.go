@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"testing"
 )
 
@@ -50,5 +51,42 @@ func TestAsLimit(t *testing.T) {
 				t.Fatalf("asLimit(%#v) = %d, %v; want %d", tc.in, got, ok, tc.want)
 			}
 		})
+	}
+}
+
+// badText finds a NUL byte or invalid UTF-8 wherever a decoded value or a Go caller's
+// value holds it, and passes any other text.
+func TestBadText(t *testing.T) {
+	t.Parallel()
+	type inner struct {
+		Name string
+		note string
+	}
+	type hiddenFirst struct {
+		note string
+		Name string
+	}
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{"plain é 😀", ""},
+		{"a\x00", "must not contain a NUL character"},
+		{"a\xff", "must be valid UTF-8"},
+		{[]any{"ok", map[string]any{"k": "a\x00"}}, "must not contain a NUL character"},
+		{map[string]any{"a\xff": 1}, "must be valid UTF-8"},
+		{[]string{"ok", "\xed\xa0\x80"}, "must be valid UTF-8"},
+		{[]byte("\x00\xff"), ""},
+		{inner{Name: "x\x00"}, "must not contain a NUL character"},
+		{inner{note: "x\x00"}, ""},
+		{hiddenFirst{note: "ok", Name: "x\x00"}, "must not contain a NUL character"},
+		{&inner{Name: "ok"}, ""},
+		{(*inner)(nil), ""},
+		{42.0, ""},
+		{nil, ""},
+	} {
+		if got := badText(reflect.ValueOf(tc.v)); got != tc.want {
+			t.Errorf("badText(%#v) = %q, want %q", tc.v, got, tc.want)
+		}
 	}
 }

@@ -1,154 +1,32 @@
-// Package store mounts a typed collection over a bun model as the five flows of a store
-// resource: list (GET base), get (GET base/:id), create (POST base), update (PATCH
-// base/:id, partial) and remove (DELETE base/:id, answered 204).
-//
-// Declaration and binding are separate, as in the root package: [Define] declares the
-// flows on a unit (types, triggers, schemas — shareable with a client), and [Bind] binds
-// them to a database with gates and tenant scoping on the server.
-//
-// Lists are ordered by id (UUIDv7, so creation order) and paged by keyset: limit
-// (default 20, at most 100) and an opaque cursor handed back in meta.nextCursor while
-// more rows exist. Filters are equality tests on fields tagged filter, always passed to
-// the database as parameters. A tenant-scoped resource stores the caller's tenant on
-// create and treats other tenants' rows as missing (NotFound, never Forbidden).
 package store
 
 import (
-	"fmt"
-	"reflect"
-	"strings"
-
 	"github.com/bbc28f59/engine"
-	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/bbc28f59/engine/store/resource"
 )
 
-// List limits.
+// List limits, the same as [resource.DefaultLimit] and [resource.MaxLimit].
 const (
 	// DefaultLimit is the page size of a list called without a limit.
-	DefaultLimit = 20
+	DefaultLimit = resource.DefaultLimit
 	// MaxLimit is the largest limit a list accepts; a larger one is a ValidationError.
-	MaxLimit = 100
+	MaxLimit = resource.MaxLimit
 )
 
-// Query is the input of list: limit, cursor and filter fields. Over REST they are query
-// parameters; in Go, for example, store.Query{"limit": 50, "title": "groceries"}.
-type Query map[string]any
+// Query is [resource.Query], the input of list.
+type Query = resource.Query
 
-// Fields is the input of create and update: the record's writable fields by JSON name
-// (update also carries the id). Update changes only the fields present.
-type Fields map[string]any
+// Fields is [resource.Fields], the input of create and update.
+type Fields = resource.Fields
 
-// ID is the input of get and remove.
-type ID struct {
-	// ID is the record's id, the :id of the path over REST.
-	ID string `json:"id"`
-}
+// ID is [resource.ID], the input of get and remove.
+type ID = resource.ID
 
-// Resource is a declared store resource over record type T: its five flows.
-type Resource[T any] struct {
-	// Unit is the unit the flows are declared on.
-	Unit *engine.Unit
-	// Base is the HTTP base path, without a trailing slash.
-	Base string
+// Resource is [resource.Resource], a declared store resource over record type T.
+type Resource[T any] = resource.Resource[T]
 
-	// List is GET Base: a page of records, paged by meta.nextCursor.
-	List *engine.Flow[Query, []T]
-	// Get is GET Base/:id: one record, or NotFound.
-	Get *engine.Flow[ID, T]
-	// Create is POST Base: a new record from its writable fields.
-	Create *engine.Flow[Fields, T]
-	// Update is PATCH Base/:id: the fields given are changed, the others kept.
-	Update *engine.Flow[Fields, T]
-	// Remove is DELETE Base/:id, answered 204.
-	Remove *engine.Flow[ID, engine.NoContent]
-
-	model *model
-	err   error
-}
-
-// Define declares the store resource of record type T on unit u at HTTP base path base
-// (such as "/notes"). Problems with T's tags or the path are reported by [engine.New]
-// when the resource is bound.
+// Define is [resource.Define]. A contract package shared with clients calls
+// resource.Define instead: importing store links the database code into the client.
 func Define[T any](u *engine.Unit, base string) *Resource[T] {
-	r := &Resource[T]{Unit: u, Base: strings.TrimRight(base, "/")}
-	m, err := inspect(reflect.TypeFor[T]())
-	r.model, r.err = m, err
-	var rec *jsonschema.Schema
-	if err == nil {
-		rec, err = jsonschema.ForType(reflect.TypeFor[T](), &jsonschema.ForOptions{IgnoreInvalidTypes: true})
-		if err != nil {
-			r.err = fmt.Errorf("store: schema of %v: %w", reflect.TypeFor[T](), err)
-		}
-	} else {
-		r.err = fmt.Errorf("store: %w", err)
-	}
-	if rec == nil {
-		rec = &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
-	}
-	one := 1
-	idSchema := func() *jsonschema.Schema { return &jsonschema.Schema{Type: "string", MinLength: &one} }
-	prop := func(name string) *jsonschema.Schema {
-		if p := rec.Properties[name]; p != nil {
-			return p.CloneSchemas()
-		}
-		return &jsonschema.Schema{}
-	}
-	writable := func(s *jsonschema.Schema, required bool) {
-		s.Type, s.Types = "object", nil
-		s.AdditionalProperties = nil
-		s.Properties = map[string]*jsonschema.Schema{}
-		s.Required = nil
-		if m == nil {
-			return
-		}
-		for _, f := range m.fields {
-			if f.writable() && f.jsonName != "-" {
-				s.Properties[f.jsonName] = prop(f.jsonName)
-			}
-		}
-		if required {
-			for _, name := range rec.Required {
-				if f := m.byJSON[name]; f != nil && f.writable() {
-					s.Required = append(s.Required, name)
-				}
-			}
-		}
-	}
-	minLimit, maxLimit := float64(1), float64(MaxLimit)
-	r.List = engine.Define[Query, []T](u, "list", engine.GET(r.Base),
-		engine.Describe("A page of the records at "+r.Base+", oldest first: limit (default 20, at most 100), the cursor of the previous page (meta.nextCursor), and filters by field."),
-		engine.InputSchema(func(s *jsonschema.Schema) {
-			s.Type, s.Types = "object", nil
-			s.AdditionalProperties = nil
-			s.Properties = map[string]*jsonschema.Schema{
-				"limit":  {Type: "integer", Minimum: &minLimit, Maximum: &maxLimit},
-				"cursor": {Type: "string"},
-			}
-			if m != nil {
-				for _, f := range m.fields {
-					if f.filter {
-						s.Properties[f.jsonName] = prop(f.jsonName)
-					}
-				}
-			}
-		}))
-	r.Get = engine.Define[ID, T](u, "get", engine.GET(r.Base+"/:id"),
-		engine.Describe("The record at "+r.Base+" with this id, or NotFound."), engine.InputSchema(func(s *jsonschema.Schema) {
-			s.Properties["id"] = idSchema()
-		}))
-	r.Create = engine.Define[Fields, T](u, "create", engine.POST(r.Base),
-		engine.Describe("Create a record at "+r.Base+" from its fields."), engine.InputSchema(func(s *jsonschema.Schema) {
-			writable(s, true)
-		}))
-	r.Update = engine.Define[Fields, T](u, "update", engine.PATCH(r.Base+"/:id"),
-		engine.Describe("Change the fields given of the record at "+r.Base+" with this id."), engine.InputSchema(func(s *jsonschema.Schema) {
-			writable(s, false)
-			s.Properties["id"] = idSchema()
-			s.Required = []string{"id"}
-		}))
-	r.Remove = engine.Define[ID, engine.NoContent](u, "remove", engine.DELETE(r.Base+"/:id"),
-		engine.Describe("Remove the record at "+r.Base+" with this id."), engine.InputSchema(func(s *jsonschema.Schema) {
-			s.Properties["id"] = idSchema()
-		}))
-	return r
+	return resource.Define[T](u, base)
 }

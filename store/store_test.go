@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -53,17 +52,17 @@ var (
 
 type backend struct {
 	name string
-	open func(t *testing.T) *bun.DB
+	open func(tb testing.TB) *bun.DB
 }
 
 var backends = []backend{
-	{"sqlite", func(t *testing.T) *bun.DB {
-		return testenv.MemorySQLite(t, "store-test")
+	{"sqlite", func(tb testing.TB) *bun.DB {
+		return testenv.MemorySQLite(tb, "store-test")
 	}},
-	{"postgres", func(t *testing.T) *bun.DB {
+	{"postgres", func(tb testing.TB) *bun.DB {
 		// A schema of its own per test keeps parallel tests apart.
-		dsn := testenv.Schema(t, testenv.PostgresDSN(t, "the Postgres run"), "store_test_")
-		return testenv.PostgresDB(t, dsn)
+		dsn := testenv.Schema(tb, testenv.PostgresDSN(tb, "the Postgres run"), "store_test_")
+		return testenv.PostgresDB(tb, dsn)
 	}},
 }
 
@@ -76,7 +75,7 @@ type harness struct {
 
 const key = "0123456789abcdef0123456789abcdef-store-test"
 
-func setup(t *testing.T, be backend) *harness {
+func setup(t testing.TB, be backend) *harness {
 	t.Helper()
 	h := &harness{db: be.open(t)}
 	var err error
@@ -116,7 +115,7 @@ func (h *harness) as(t *testing.T, id, tenant string, scopes ...string) *clientx
 	return c
 }
 
-func (h *harness) token(t *testing.T, tenant string) string {
+func (h *harness) token(t testing.TB, tenant string) string {
 	tok, err := h.auth.AccessToken(engine.Principal{ID: "raw", Tenant: tenant, Scopes: []string{"notes:read", "notes:write"}})
 	if err != nil {
 		t.Fatal(err)
@@ -136,19 +135,12 @@ func (h *harness) count(t *testing.T) int64 {
 // get issues a raw GET and returns the status and the decoded envelope.
 func (h *harness) rawGet(t *testing.T, path, token string) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, h.srv.URL+path, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	status, body := h.exchange(t, http.MethodGet, path, token, "")
 	var env map[string]any
-	if err := json.Unmarshal(b, &env); err != nil {
-		t.Fatalf("GET %s: not an envelope: %s", path, b)
+	if err := json.Unmarshal([]byte(body), &env); err != nil {
+		t.Fatalf("GET %s: not an envelope: %s", path, body)
 	}
-	return resp.StatusCode, env
+	return status, env
 }
 
 // envError is the error of an envelope rawGet decoded, as the client reports it.
@@ -509,35 +501,4 @@ func TestBindOptions(t *testing.T) {
 			t.Fatal("Bind without CreateTable created the table")
 		}
 	})
-}
-
-// The input schemas published for the five flows offer what each flow takes: the
-// writable fields (the created, readonly, tenant and id fields are the server's), the
-// filters, and the id.
-func TestInputSchemas(t *testing.T) {
-	t.Parallel()
-	keys := func(f interface{ Def() *engine.FlowDef }) (props, required string) {
-		s := f.Def().InputSchema()
-		var names []string
-		for k := range s.Properties {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		return strings.Join(names, ","), strings.Join(s.Required, ",")
-	}
-	for _, tc := range []struct {
-		flow            interface{ Def() *engine.FlowDef }
-		props, required string
-	}{
-		{Notes.List, "cursor,limit,pinned,title", ""},
-		{Notes.Get, "id", "id"},
-		{Notes.Create, "body,pinned,title", "title,body"},
-		{Notes.Update, "body,id,pinned,title", "id"},
-		{Notes.Remove, "id", "id"},
-	} {
-		props, required := keys(tc.flow)
-		if props != tc.props || required != tc.required {
-			t.Errorf("%s: properties %s, required %s; want %s and %s", tc.flow.Def().ID(), props, required, tc.props, tc.required)
-		}
-	}
 }

@@ -47,12 +47,13 @@ func memoryEnv(t *testing.T) *env {
 	return e
 }
 
-// serveParts builds an app of the named parts on e's database, starts it and serves it
-// over loopback HTTP: called twice with one database, it is two instances of the app.
+// serveParts builds an app of the named parts, logging to e.Logger, on e's database,
+// starts it and serves it over loopback HTTP: called twice with one database, it is two
+// instances of the app.
 func serveParts(t *testing.T, e *env, names ...string) (*engine.App, *httptest.Server) {
 	t.Helper()
 	ctx := context.Background()
-	var opts []engine.Option
+	opts := []engine.Option{engine.WithLogger(e.Logger)}
 	for _, p := range parts {
 		if slices.Contains(names, p.name) {
 			o, err := p.build(ctx, e)

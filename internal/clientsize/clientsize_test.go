@@ -4,18 +4,25 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// forbidden are packages a client must not link, each with the packages under it: server
-// machinery a program of declarations and clientx has no use for.
+// forbidden are packages a client must not link, each with the packages under it but for
+// those in [declarations]: server machinery a program of declarations and clientx has no
+// use for.
 var forbidden = []string{
 	"github.com/bbc28f59/engine/journal", // and its drivers
 	"github.com/bbc28f59/engine/durable",
-	"github.com/bbc28f59/engine/ai",
+	"github.com/bbc28f59/engine/ai", // the agent runtime and the providers
 	"github.com/bbc28f59/engine/gate",
 	"github.com/bbc28f59/engine/store",
+	"github.com/bbc28f59/engine/vault",
+	"github.com/bbc28f59/engine/mcp",
+	"github.com/robfig/cron",
+	"github.com/openai",
+	"github.com/anthropics",
 	"net/http/httptest",
 	"database/sql",
 	"github.com/uptrace/bun",
@@ -26,6 +33,32 @@ var forbidden = []string{
 	"github.com/bbc28f59/engine/telemetry",
 	"go.opentelemetry.io/otel", // tracing is opted into (clientx/traceparent); the SDK is the application's choice
 }
+
+// declarations are the packages under a forbidden one that a contract imports to declare
+// flows: the AG-UI and UI message vocabularies of an agent flow, and store resources.
+var declarations = []string{
+	"github.com/bbc28f59/engine/ai/agui",
+	"github.com/bbc28f59/engine/ai/uimessage",
+	"github.com/bbc28f59/engine/store/resource",
+	"github.com/bbc28f59/engine/store/internal/record",
+}
+
+// serverPackage reports the forbidden package that d is or is under, or "".
+func serverPackage(d string) string {
+	if slices.Contains(declarations, d) {
+		return ""
+	}
+	for _, f := range forbidden {
+		if d == f || strings.HasPrefix(d, f+"/") {
+			return f
+		}
+	}
+	return ""
+}
+
+// clients are the client programs checked: one calling a flow, and one using a contract
+// that declares a durable agent flow and a store resource.
+var clients = []string{"client", "contractclient"}
 
 // unlinked are packages the root imports (so go list names them among a client's
 // dependencies) whose code a client binary must still not hold: the linker drops them
@@ -62,20 +95,51 @@ func run(t *testing.T, goCmd string, args ...string) string {
 func TestAClientLinksNoServerPackage(t *testing.T) {
 	t.Parallel()
 	goCmd := goTool(t)
-	deps := strings.Fields(run(t, goCmd, "list", "-deps", "./testdata/client"))
-	has := map[string]bool{}
-	for _, d := range deps {
-		has[d] = true
-		for _, f := range forbidden {
-			if d == f || strings.HasPrefix(d, f+"/") {
-				t.Errorf("the client links %s", d)
-			}
-		}
+	want := map[string][]string{
+		"client": {"github.com/bbc28f59/engine", "github.com/bbc28f59/engine/clientx", "net/http"},
+		"contractclient": {"github.com/bbc28f59/engine/clientx", "github.com/bbc28f59/engine/ai/agui",
+			"github.com/bbc28f59/engine/ai/uimessage", "github.com/bbc28f59/engine/store/resource"},
 	}
-	// The list is the client's, not an empty one that passes anything.
-	for _, want := range []string{"github.com/bbc28f59/engine", "github.com/bbc28f59/engine/clientx", "net/http"} {
-		if !has[want] {
-			t.Fatalf("the client's dependencies lack %s: %v", want, deps)
+	for _, name := range clients {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			deps := strings.Fields(run(t, goCmd, "list", "-deps", "./testdata/"+name))
+			has := map[string]bool{}
+			for _, d := range deps {
+				has[d] = true
+				if f := serverPackage(d); f != "" {
+					t.Errorf("%s links %s (under %s)", name, d, f)
+				}
+			}
+			// The list is the client's, not an empty one that passes anything.
+			for _, w := range want[name] {
+				if !has[w] {
+					t.Fatalf("the dependencies of %s lack %s: %v", name, w, deps)
+				}
+			}
+		})
+	}
+}
+
+// The check itself: a server package, or one under it, is caught; the declaration
+// packages under a server one are not; a name that only starts alike is not.
+func TestServerPackage(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[string]string{
+		"github.com/bbc28f59/engine/ai":                  "github.com/bbc28f59/engine/ai",
+		"github.com/bbc28f59/engine/ai/providers/openai": "github.com/bbc28f59/engine/ai",
+		"github.com/bbc28f59/engine/store":               "github.com/bbc28f59/engine/store",
+		"github.com/bbc28f59/engine/journal/sqlite":      "github.com/bbc28f59/engine/journal",
+		"github.com/uptrace/bun/schema":                  "github.com/uptrace/bun",
+		"github.com/openai/openai-go/v3":                 "github.com/openai",
+		"github.com/robfig/cron/v3":                      "github.com/robfig/cron",
+		"github.com/bbc28f59/engine/ai/agui":             "",
+		"github.com/bbc28f59/engine/store/resource":      "",
+		"github.com/bbc28f59/engine/clientx":             "",
+		"github.com/uptrace/bunrouter":                   "",
+	} {
+		if got := serverPackage(d); got != want {
+			t.Errorf("serverPackage(%s) = %q, want %q", d, got, want)
 		}
 	}
 }
@@ -85,18 +149,23 @@ func TestAClientLinksNoServerPackage(t *testing.T) {
 func TestAClientBinaryHoldsNoGenerator(t *testing.T) {
 	t.Parallel()
 	goCmd := goTool(t)
-	bin := filepath.Join(t.TempDir(), "client")
-	run(t, goCmd, "build", "-trimpath", "-o", bin, "./testdata/client")
-	syms := run(t, goCmd, "tool", "nm", bin)
-	if !strings.Contains(syms, "github.com/bbc28f59/engine/clientx.") {
-		t.Fatalf("the symbol table lacks clientx: not the client's?\n%.2000s", syms)
-	}
-	for _, line := range strings.Split(syms, "\n") {
-		for _, p := range unlinked {
-			if strings.Contains(line, p+".") {
-				t.Errorf("the client binary holds %s: %s", p, strings.TrimSpace(line))
+	for _, name := range clients {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			bin := filepath.Join(t.TempDir(), name)
+			run(t, goCmd, "build", "-trimpath", "-o", bin, "./testdata/"+name)
+			syms := run(t, goCmd, "tool", "nm", bin)
+			if !strings.Contains(syms, "github.com/bbc28f59/engine/clientx.") {
+				t.Fatalf("the symbol table lacks clientx: not the client's?\n%.2000s", syms)
 			}
-		}
+			for _, line := range strings.Split(syms, "\n") {
+				for _, p := range unlinked {
+					if strings.Contains(line, p+".") {
+						t.Errorf("%s holds %s: %s", name, p, strings.TrimSpace(line))
+					}
+				}
+			}
+		})
 	}
 }
 

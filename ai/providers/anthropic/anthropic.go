@@ -26,6 +26,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/bbc28f59/engine/ai"
+	"github.com/bbc28f59/engine/ai/providers/internal/sseline"
 )
 
 // DefaultBaseURL is Anthropic's own API, used when [Options.BaseURL] is empty.
@@ -48,6 +49,10 @@ type Options struct {
 	// Output is how a structured output ([ai.Request.Output]) is asked for; the default
 	// is Anthropic's native mode.
 	Output OutputMode
+	// MaxEventBytes bounds one line of the server's response: a longer one fails the
+	// reply with a provider error as soon as it passes the bound, before it is held
+	// whole. Zero means 4 MiB, room for an event carrying ai.DefaultMaxReplyBytes.
+	MaxEventBytes int
 }
 
 // OutputMode is how the provider asks for a structured output.
@@ -83,6 +88,9 @@ func New(opts Options) (*Provider, error) {
 	if opts.MaxRetries < 0 {
 		return nil, fmt.Errorf("anthropic: MaxRetries %d is negative", opts.MaxRetries)
 	}
+	if opts.MaxEventBytes < 0 {
+		return nil, fmt.Errorf("anthropic: MaxEventBytes %d is negative", opts.MaxEventBytes)
+	}
 	if opts.Output < OutputNative || opts.Output > OutputPrompt {
 		return nil, fmt.Errorf("anthropic: unknown Output mode %d", opts.Output)
 	}
@@ -99,16 +107,14 @@ func New(opts Options) (*Provider, error) {
 		option.WithBaseURL(base),
 		option.WithHTTPClient(client),
 		option.WithMaxRetries(opts.MaxRetries),
+		// The middleware bounds the lines of every response. It also lets a request
+		// without a key be sent: without one the SDK refuses to send unless the caller
+		// authenticates some other way, which it recognises by a caller-supplied
+		// middleware, and a gateway or a local server needs none.
+		option.WithMiddleware(sseline.Middleware(opts.MaxEventBytes)),
 	}
 	if opts.APIKey != "" {
 		ro = append(ro, option.WithAPIKey(opts.APIKey))
-	} else {
-		// Without a key the SDK refuses to send unless the caller authenticates some other
-		// way, which it recognises by a caller-supplied middleware: a gateway or a local
-		// server needs none, so this pass-through one says "sent as is".
-		ro = append(ro, option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-			return next(r)
-		}))
 	}
 	c := sdk.NewClient(ro...)
 	return &Provider{messages: c.Messages, output: opts.Output}, nil

@@ -27,6 +27,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/bbc28f59/engine/ai"
+	"github.com/bbc28f59/engine/ai/providers/internal/sseline"
 )
 
 // DefaultBaseURL is OpenAI's own API, used when [Options.BaseURL] is empty.
@@ -47,6 +48,10 @@ type Options struct {
 	// {type: "json_schema"}), as some compatible servers do: structured output then uses
 	// ai's fallback, the schema in the system prompt (see [ai.NativeOutput]).
 	NoJSONSchema bool
+	// MaxEventBytes bounds one line of the server's response: a longer one fails the
+	// reply with a provider error as soon as it passes the bound, before it is held
+	// whole. Zero means 4 MiB, room for an event carrying ai.DefaultMaxReplyBytes.
+	MaxEventBytes int
 }
 
 // Provider streams chat completions. It is safe for concurrent use.
@@ -65,6 +70,9 @@ func New(opts Options) (*Provider, error) {
 	if opts.MaxRetries < 0 {
 		return nil, fmt.Errorf("openai: MaxRetries %d is negative", opts.MaxRetries)
 	}
+	if opts.MaxEventBytes < 0 {
+		return nil, fmt.Errorf("openai: MaxEventBytes %d is negative", opts.MaxEventBytes)
+	}
 	base := opts.BaseURL
 	if base == "" {
 		base = DefaultBaseURL
@@ -77,6 +85,7 @@ func New(opts Options) (*Provider, error) {
 		option.WithBaseURL(base),
 		option.WithHTTPClient(client),
 		option.WithMaxRetries(opts.MaxRetries),
+		option.WithMiddleware(sseline.Middleware(opts.MaxEventBytes)),
 	}
 	if opts.APIKey != "" {
 		ro = append(ro, option.WithAPIKey(opts.APIKey))

@@ -395,3 +395,22 @@ func TestIgnoresEnvironment(t *testing.T) {
 		t.Fatalf("Authorization = %q: the key came from the environment", h)
 	}
 }
+
+// An event line longer than MaxEventBytes fails the reply at the bound, after the
+// events before it; a negative bound is refused.
+func TestALongEventLineFails(t *testing.T) {
+	t.Parallel()
+	srv := openaitest.NewServer(openaitest.Turn{Text: "ok " + strings.Repeat("x", 8192)})
+	t.Cleanup(srv.Close)
+	p, err := openai.New(openai.Options{BaseURL: srv.URL(), MaxEventBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, err := ai.Collect(p.Stream(t.Context(), userRequest("hi")))
+	if err == nil || !strings.Contains(err.Error(), "longer than 4096 bytes") || reply.Text != "ok " {
+		t.Fatalf("reply %q, err %v: want the text before the long line and an error naming the bound", reply.Text, err)
+	}
+	if _, err := openai.New(openai.Options{MaxEventBytes: -1}); err == nil {
+		t.Fatal("New accepted MaxEventBytes -1")
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/bbc28f59/engine/ai/providers/internal/wirefake"
 )
 
 // The shapes below mirror Anthropic's stream events field for field, in Anthropic's order, so the bytes the fake
@@ -139,7 +141,7 @@ func events(t Turn, model string, n int) [][]byte {
 		add("content_block_start", blockStart{Type: "content_block_start", Index: index, ContentBlock: block})
 		add("content_block_delta", blockDelta{Type: "content_block_delta", Index: index,
 			Delta: inputJSONDelta{Type: "input_json_delta"}})
-		for _, piece := range splitArgs(call.Arguments) {
+		for _, piece := range wirefake.SplitArgs(call.Arguments) {
 			add("content_block_delta", blockDelta{Type: "content_block_delta", Index: index,
 				Delta: inputJSONDelta{Type: "input_json_delta", PartialJSON: piece}})
 		}
@@ -160,19 +162,6 @@ func events(t Turn, model string, n int) [][]byte {
 	}
 	add("message_delta", md)
 	add("message_stop", typeOnly{Type: "message_stop"})
-	return out
-}
-
-// splitArgs cuts JSON text into pieces of up to 8 bytes, as models stream arguments a few tokens at a time.
-func splitArgs(s string) []string {
-	var out []string
-	for len(s) > 8 {
-		out = append(out, s[:8])
-		s = s[8:]
-	}
-	if s != "" {
-		out = append(out, s)
-	}
 	return out
 }
 

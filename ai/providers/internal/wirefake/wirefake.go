@@ -156,3 +156,17 @@ func (s *Server[Req, Turn]) noteDisconnect() {
 	default:
 	}
 }
+
+// SplitArgs cuts JSON text into pieces of up to 8 bytes, as models stream a tool call's
+// arguments a few tokens at a time.
+func SplitArgs(s string) []string {
+	var out []string
+	for len(s) > 8 {
+		out = append(out, s[:8])
+		s = s[8:]
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/bbc28f59/engine/ai/providers/internal/wirefake"
 )
 
 // The shapes below mirror the chat.completion.chunk object field for field, in OpenAI's order, so the bytes the
@@ -101,7 +103,7 @@ func frames(t Turn, model string, n int, includeUsage bool) [][]byte {
 			head.ID = ""
 		}
 		out = append(out, data(mk(delta{ToolCalls: []toolCallDelta{head}}, nil)))
-		for _, piece := range splitArgs(call.Arguments) {
+		for _, piece := range wirefake.SplitArgs(call.Arguments) {
 			d := delta{ToolCalls: []toolCallDelta{{Index: i, Function: functionDelta{Arguments: piece}}}}
 			out = append(out, data(mk(d, nil)))
 		}
@@ -126,19 +128,6 @@ func frames(t Turn, model string, n int, includeUsage bool) [][]byte {
 			Choices: []choice{}, Usage: b}))
 	}
 	return append(out, frame([]byte("[DONE]")))
-}
-
-// splitArgs cuts JSON text into pieces of up to 8 bytes, as models stream arguments a few tokens at a time.
-func splitArgs(s string) []string {
-	var out []string
-	for len(s) > 8 {
-		out = append(out, s[:8])
-		s = s[8:]
-	}
-	if s != "" {
-		out = append(out, s)
-	}
-	return out
 }
 
 func data(c chunk) []byte {

@@ -1,4 +1,4 @@
-package store
+package record
 
 import (
 	"reflect"
@@ -58,7 +58,7 @@ func TestInspectFindsTheID(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.typ.Name(), func(t *testing.T) {
 			t.Parallel()
-			m, err := inspect(tc.typ)
+			m, err := Inspect(tc.typ)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error = %v, want one saying %q", err, tc.err)
@@ -68,12 +68,12 @@ func TestInspectFindsTheID(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m.id.goName != tc.id || !m.id.id || m.id.writable() {
-				t.Fatalf("id = %s (id %v, writable %v), want %s", m.id.goName, m.id.id, m.id.writable(), tc.id)
+			if m.ID.GoName != tc.id || !m.ID.IsID || m.ID.Writable() {
+				t.Fatalf("id = %s (id %v, writable %v), want %s", m.ID.GoName, m.ID.IsID, m.ID.Writable(), tc.id)
 			}
-			for _, f := range m.fields {
-				if f.id != (f == m.id) {
-					t.Fatalf("field %s is marked id %v", f.goName, f.id)
+			for _, f := range m.Fields {
+				if f.IsID != (f == m.ID) {
+					t.Fatalf("field %s is marked id %v", f.GoName, f.IsID)
 				}
 			}
 		})
@@ -96,32 +96,32 @@ func TestInspectFields(t *testing.T) {
 		Plain  int
 		Title  string `json:"title" store:" filter , readonly "`
 	}
-	m, err := inspect(reflect.TypeFor[record]())
+	m, err := Inspect(reflect.TypeFor[record]())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, f := range m.fields {
-		names = append(names, f.goName+":"+f.jsonName)
+	for _, f := range m.Fields {
+		names = append(names, f.GoName+":"+f.JSONName)
 	}
 	if got := strings.Join(names, ","); got != "ID:id,Tenant:-,Plain:Plain,Title:title" {
 		t.Fatalf("fields %s", got)
 	}
 	var byJSON []string
-	for name := range m.byJSON {
+	for name := range m.ByJSON {
 		byJSON = append(byJSON, name)
 	}
 	sort.Strings(byJSON)
 	if got := strings.Join(byJSON, ","); got != "Plain,id,title" {
 		t.Fatalf("fields by JSON name %s", got)
 	}
-	if m.tenant == nil || m.tenant.goName != "Tenant" || m.id.goName != "ID" {
-		t.Fatalf("tenant %+v, id %+v", m.tenant, m.id)
+	if m.Tenant == nil || m.Tenant.GoName != "Tenant" || m.ID.GoName != "ID" {
+		t.Fatalf("tenant %+v, id %+v", m.Tenant, m.ID)
 	}
-	if title := m.byJSON["title"]; !title.filter || !title.readonly || title.writable() {
+	if title := m.ByJSON["title"]; !title.Filter || !title.Readonly || title.Writable() {
 		t.Fatalf("title %+v: options with spaces not read", title)
 	}
-	if !m.byJSON["Plain"].writable() {
+	if !m.ByJSON["Plain"].Writable() {
 		t.Fatal("a plain field is not writable")
 	}
 }
@@ -145,6 +145,18 @@ func TestInspectRefuses(t *testing.T) {
 		ID     string `store:"id"`
 		Cursor string `json:"cursor" store:"filter"`
 	}
+	type twoTenants struct {
+		ID string `store:"id"`
+		A  string `json:"a" store:"tenant"`
+		B  string `json:"b" store:"tenant"`
+	}
+	type intTenant struct {
+		ID     string `store:"id"`
+		Tenant int    `json:"-" store:"tenant"`
+	}
+	type badOption struct {
+		ID string `store:"id,bogus"`
+	}
 	for _, tc := range []struct {
 		typ reflect.Type
 		err string
@@ -154,9 +166,51 @@ func TestInspectRefuses(t *testing.T) {
 		{reflect.TypeFor[intCreated](), "created field Created must be a time.Time"},
 		{reflect.TypeFor[tenantFilter](), "the tenant field cannot be a filter"},
 		{reflect.TypeFor[cursorFilter](), `"cursor" is a list parameter and cannot be a filter`},
+		{reflect.TypeFor[twoTenants](), "one string tenant field at most"},
+		{reflect.TypeFor[intTenant](), "one string tenant field at most"},
+		{reflect.TypeFor[badOption](), `field ID: unknown store option "bogus"`},
 	} {
-		if _, err := inspect(tc.typ); err == nil || !strings.Contains(err.Error(), tc.err) {
+		if _, err := Inspect(tc.typ); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%v: error = %v, want one saying %q", tc.typ, err, tc.err)
 		}
+	}
+}
+
+// Declare reads a record and its schema, and words a problem as engine.New reports it.
+func TestDeclare(t *testing.T) {
+	t.Parallel()
+	type note struct {
+		ID    string `json:"id" store:"id"`
+		Title string `json:"title"`
+	}
+	m, s, err := Declare(reflect.TypeFor[note]())
+	if err != nil || m.ID.GoName != "ID" || s == nil || s.Properties["title"] == nil || s.Properties["title"].Type != "string" {
+		t.Fatalf("Declare: model %+v, schema %+v, err %v", m, s, err)
+	}
+	type noID struct {
+		Title string `json:"title"`
+	}
+	if m, s, err := Declare(reflect.TypeFor[noID]()); err == nil || !strings.HasPrefix(err.Error(), "store: record type") || m != nil || s != nil {
+		t.Fatalf("Declare of a record without an id: %v %v %v", m, s, err)
+	}
+	type withChan struct {
+		ID string        `json:"id" store:"id"`
+		C  chan struct{} `json:"c"`
+	}
+	if _, _, err := Declare(reflect.TypeFor[withChan]()); err != nil {
+		t.Fatalf("a field JSON cannot carry is left out of the schema, not an error: %v", err)
+	}
+}
+
+// Only bun's BaseModel is left out as the table's carrier, not a type of that name elsewhere.
+func TestOnlyBunsBaseModelIsLeftOut(t *testing.T) {
+	t.Parallel()
+	type BaseModel struct{}
+	type record struct {
+		BaseModel `json:"base"`
+		ID        string `json:"id" store:"id"`
+	}
+	if _, err := Inspect(reflect.TypeFor[record]()); err == nil || !strings.Contains(err.Error(), "embedded field BaseModel is not supported") {
+		t.Fatalf("a BaseModel of another package: %v", err)
 	}
 }
