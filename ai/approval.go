@@ -89,6 +89,9 @@ func (s *loopState) approvals(stepName string, calls []ToolCall) (map[string]*jo
 		if err != nil && !errors.Is(err, engine.ErrParked) {
 			return nil, err
 		}
+		if d != nil && d.Kind == journal.DecisionCancel {
+			return nil, errStopped // the run was stopped while it waited
+		}
 		if d != nil {
 			decisions[c.ID] = d
 			continue

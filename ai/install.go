@@ -88,7 +88,7 @@ var (
 const FollowPath = "/agent/runs/:runId/events"
 
 // Install adds the agent routes: POST /agent/approvals/approve, POST
-// /agent/approvals/deny and GET /agent/runs/:runId/events. Durable agent runs and
+// /agent/approvals/deny, GET /agent/runs/:runId/events and POST /agent/runs/:runId/stop. Durable agent runs and
 // following need the app to have a journal (durable.With).
 func Install(opts Options) engine.Option {
 	if opts.ApprovalWait < 0 || opts.FollowPoll < 0 || opts.Heartbeat < 0 {
@@ -113,6 +113,7 @@ func Install(opts Options) engine.Option {
 			return Decided{OK: true}, nil
 		}),
 		engine.Handle(http.MethodGet, FollowPath, serveFollow),
+		bindStop(),
 		engine.Validate(func(app *engine.App) error {
 			if !opts.PublicApprovals {
 				warnPublicApprovals(app)

@@ -260,7 +260,13 @@ func (r *AgentRun) execute(ctx context.Context, sse wire) {
 			}
 		}()
 	}
-	r.loop(ctx, em)
+	lctx := ctx
+	if em.log != nil {
+		var stop func()
+		lctx, stop = watchStop(ctx, durable.JournalOf(r.fx.App()), r.id, configOf(r.fx.App()).FollowPoll)
+		defer stop()
+	}
+	r.loop(lctx, em)
 	if parent != nil {
 		switch {
 		case r.err != nil:

@@ -32,16 +32,21 @@ func (c Capability) Has(want Capability) bool { return c&want == want }
 // Status is the state of a durable run.
 type Status string
 
-// Run statuses. Running and parked runs can be claimed; completed and failed are final.
+// Run statuses. Running and parked runs can be claimed; completed, failed and cancelled
+// are final. A run is cancelled when it was stopped ([Driver.RequestStop]) and ended
+// because of it.
 const (
 	StatusRunning   Status = "running"
 	StatusParked    Status = "parked"
 	StatusCompleted Status = "completed"
 	StatusFailed    Status = "failed"
+	StatusCancelled Status = "cancelled"
 )
 
 // Final reports whether no further transition is possible.
-func (s Status) Final() bool { return s == StatusCompleted || s == StatusFailed }
+func (s Status) Final() bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
+}
 
 // DecisionKind is the outcome stored for a park.
 type DecisionKind string
@@ -51,6 +56,9 @@ const (
 	DecisionApprove DecisionKind = "approve"
 	DecisionDeny    DecisionKind = "deny"
 	DecisionTimeout DecisionKind = "timeout"
+	// DecisionCancel is stored by [Driver.RequestStop] on every pending park of the run
+	// it stops: the run resumes only to end, and a later decision is ErrConflict.
+	DecisionCancel DecisionKind = "cancel"
 )
 
 // Decision is the single stored outcome of a park.
@@ -310,4 +318,20 @@ type Driver interface {
 	// the stream's reservation (unfenced: used by retention), marks the stream finished at
 	// now and deletes its earlier rows.
 	CloseStream(ctx context.Context, id string, event json.RawMessage, now time.Time) error
+
+	// Run control: stopping a run from any instance. A driver implemented outside this
+	// module gets these by embedding an existing driver.
+
+	// RequestStop stores a stop request for the stream streamID (an agent run's event
+	// log) at now, and in the same write decides every pending park of the stream's
+	// durable run (if any) with DecisionCancel at now, so a decision that comes later is
+	// ErrConflict. A second request keeps the first one's time. Subscribers of
+	// [StopTopic](streamID) are woken after the commit (across processes where the
+	// driver has CapCrossProcessWakeups). It reports the run runnable when it is parked
+	// and none of its parks is still pending. ErrNotFound when no such stream;
+	// ErrRunFinished when the stream is finished (nothing stored).
+	RequestStop(ctx context.Context, streamID string, now time.Time) (DecideResult, error)
+	// StopRequested returns when a stop of the stream was requested; the zero time when
+	// none was.
+	StopRequested(ctx context.Context, streamID string) (time.Time, error)
 }
