@@ -128,9 +128,9 @@ export interface DecideOptions extends AgentOptions {
 
 const base = (url: string) => url.replace(/\/+$/, "");
 
-async function decide(op: string, url: string, body: object, opts: DecideOptions): Promise<void> {
+async function decide(op: string, url: string, body: object, opts: DecideOptions, path = "/agent/approvals/" + op): Promise<void> {
   const t = opts.transport || createTransport(opts);
-  const target = base(url) + "/agent/approvals/" + op;
+  const target = base(url) + path;
   for (;;) {
     const r = await t.request("POST", target, JSON.stringify(body), { signal: opts.signal });
     if (r.error) throw new DecisionError(op, r.error, r.status);
@@ -161,6 +161,15 @@ export const approve = (url: string, id: string, opts: DecideOptions & { args?: 
 /** Denies a parked tool call; reason is what the model sees. Retries JournalLeaseBusy. */
 export const deny = (url: string, id: string, opts: DecideOptions & { reason?: string } = {}) =>
   decide("deny", url, opts.reason ? { id, reason: opts.reason } : { id }, opts);
+
+/**
+ * Stops a run (POST /agent/runs/:runId/stop, runId as in RUN_STARTED) on whichever
+ * instance runs it: its live stream and every follower end with RUN_FINISHED, outcome
+ * cancelled; a parked run is cancelled and its approvals refused. A run that already
+ * finished is refused with Conflict (isConflict), an unknown one with NotFound.
+ */
+export const stop = (url: string, runId: string, opts: DecideOptions = {}) =>
+  decide("stop", url, {}, opts, "/agent/runs/" + encodeURIComponent(runId) + "/stop");
 
 export interface FollowOptions extends AgentOptions {
   /** Resume after this id (the last one received). */
