@@ -47,12 +47,15 @@ type AgentRun struct {
 	aguiClient bool               // the input named an AG-UI runId: message ids carry the run id
 	live       bool               // a client reads the run's events as they happen
 
-	finished   bool
-	parked     bool
-	aborted    bool
-	result     RunResult
-	interrupts []agui.Interrupt
-	err        error
+	finished bool
+	parked   bool
+	aborted  bool
+	// stoppedEarlier: an earlier execution ended the log as stopped before the journal
+	// recorded the run's end; this one records it and does nothing else.
+	stoppedEarlier bool
+	result         RunResult
+	interrupts     []agui.Interrupt
+	err            error
 }
 
 // HeaderOmitDone is the request header with which a caller asks an agent stream to leave
@@ -244,6 +247,10 @@ func (r *AgentRun) execute(ctx context.Context, sse wire) {
 			return
 		}
 		em.log = w
+		if w == nil && r.stoppedEarlier {
+			r.endStopped()
+			return
+		}
 	}
 	if w := em.log; w != nil {
 		defer func() {
@@ -293,6 +300,9 @@ func (r *AgentRun) openLog(ctx context.Context, j *journal.Journal) (*journal.Lo
 		}
 	}
 	if st, _ := w.Opened(); st.FinishedAt != nil {
+		if row, ok := w.LastRow(); ok && endedStopped(row.Event) {
+			r.stoppedEarlier = true
+		}
 		return nil, w.Close(ctx)
 	}
 	if row, ok := w.LastRow(); ok {

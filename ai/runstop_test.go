@@ -10,8 +10,11 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/ai/providers/openai/openaitest"
 	"github.com/bbc28f59/engine/clientx/agent"
 	"github.com/bbc28f59/engine/journal"
+	"github.com/bbc28f59/engine/journal/drivers/memory"
+	"github.com/bbc28f59/engine/journal/journaltest"
 )
 
 // wantStopped checks that a transcript ends with the RUN_FINISHED of a stopped run.
@@ -202,5 +205,83 @@ func TestStopClient(t *testing.T) {
 	var ee *engine.Error
 	if err := agent.Stop(ctx, c, "run_nope"); !errors.As(err, &ee) || ee.Code != engine.CodeNotFound {
 		t.Fatalf("Stop of an unknown run: %v, want NotFound", err)
+	}
+}
+
+// finishKiller is a dyingDriver that dies right after a stream's end is stored: the
+// instance ended the run's log and never recorded the run's end.
+type finishKiller struct{ *dyingDriver }
+
+func (d finishKiller) FinishStream(ctx context.Context, id string, f *journal.Fence, rows []journal.EventRow, now time.Time) (int64, error) {
+	if d.gone() {
+		return 0, journal.ErrLeaseLost
+	}
+	last, err := d.Driver.FinishStream(ctx, id, f, rows, now)
+	if err == nil && len(rows) > 0 {
+		d.once.Do(func() { close(d.dead) })
+	}
+	return last, err
+}
+
+// TestStopTakenOverAfterTheLogEnded: the instance that ends a stopped run mid-reply dies
+// after its log's RUN_FINISHED is stored and before the journal records the run's end;
+// the instance that takes the run over records it cancelled, without calling the model
+// again or adding to the log.
+func TestStopTakenOverAfterTheLogEnded(t *testing.T) {
+	t.Parallel()
+	model := openaitest.NewServer(openaitest.Turn{Text: strings.Repeat("tick ", 400), Delay: 10 * time.Millisecond})
+	t.Cleanup(model.Close)
+	shared := memory.New()
+	tk := &takeover{clock: journaltest.NewClock(), dying: newDyingDriver(shared, "never")}
+	opts := func(owner string) journal.Options {
+		return journal.Options{Owner: owner, Now: tk.clock.Now, LeaseTTL: 10 * time.Second}
+	}
+	tk.a = newApEnv(t, apConfig{driver: finishKiller{tk.dying}, jopts: opts("a"), model: model})
+	tk.b = newApEnv(t, apConfig{driver: shared, jopts: opts("b"), model: model})
+	t.Cleanup(func() { close(tk.dying.release) }) // before the apps' Close: a's blocked writes end
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tk.a.srv.URL+"/desk/chat", strings.NewReader(`{"message":"count"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(apUserHeader, apAlice)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var runID string
+	for f, err := range agent.ReadFrames(res.Body) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := f.Event.(agui.RunStarted); ok {
+			runID = s.RunID
+		}
+		if _, ok := f.Event.(agui.TextMessageContent); ok {
+			break
+		}
+	}
+	if res, body := tk.a.request(t, http.MethodPost, "/agent/runs/"+runID+"/stop", apAlice, nil, "{}"); res.StatusCode != http.StatusOK {
+		t.Fatalf("stop: %d %s", res.StatusCode, body)
+	}
+	tk.die(t)
+	st, err := tk.b.j.GetStream(t.Context(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the run to be recorded cancelled", func() bool {
+		rec, err := tk.b.j.GetRun(t.Context(), st.RunID)
+		return err == nil && rec.Status == journal.StatusCancelled
+	})
+	frames := tk.storedLog(t, runID)
+	if n := count(frames, agui.TypeRunFinished, ""); n != 1 {
+		t.Fatalf("RUN_FINISHED events = %d, want 1: %v", n, apTypes(frames))
+	}
+	if n := model.RequestCount(); n != 1 {
+		t.Fatalf("the model was called %d times, want once", n)
 	}
 }

@@ -2,6 +2,7 @@ package ai
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
@@ -128,5 +129,26 @@ func (s *loopState) stop() {
 	s.finish(agui.StopCancelled)
 	if s.r.durable != nil {
 		s.r.durable.MarkStopped()
+	}
+}
+
+// endedStopped reports whether a stored event is the RUN_FINISHED of a stopped run.
+func endedStopped(ev json.RawMessage) bool {
+	if agui.TypeOf(ev) != agui.TypeRunFinished {
+		return false
+	}
+	var fin struct {
+		Outcome *agui.Outcome `json:"outcome"`
+	}
+	return json.Unmarshal(ev, &fin) == nil && fin.Outcome != nil && fin.Outcome.Type == agui.OutcomeCancelled
+}
+
+// endStopped ends an execution whose log an earlier one ended as stopped: the run's
+// outcome is a stopped one, and a durable run records it as cancelled.
+func (r *AgentRun) endStopped() {
+	r.result = RunResult{StopReason: string(agui.StopCancelled)}
+	r.finished = true
+	if r.durable != nil {
+		r.durable.MarkStopped()
 	}
 }
