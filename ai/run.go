@@ -47,15 +47,16 @@ type AgentRun struct {
 	aguiClient bool               // the input named an AG-UI runId: message ids carry the run id
 	live       bool               // a client reads the run's events as they happen
 
-	finished bool
-	parked   bool
-	aborted  bool
+	finished   bool
+	parked     bool
+	aborted    bool
+	result     RunResult
+	interrupts []agui.Interrupt
+	err        error
+
 	// stoppedEarlier: an earlier execution ended the log as stopped before the journal
 	// recorded the run's end; this one records it and does nothing else.
 	stoppedEarlier bool
-	result         RunResult
-	interrupts     []agui.Interrupt
-	err            error
 }
 
 // HeaderOmitDone is the request header with which a caller asks an agent stream to leave
