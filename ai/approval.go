@@ -108,6 +108,7 @@ func (s *loopState) approvals(stepName string, calls []ToolCall) (map[string]*jo
 	if len(pending) > 0 {
 		s.openStep(stepName)
 		s.closeStep(stepName)
+		s.snapshotAt()
 		s.em.emit(agui.RunFinished{ThreadID: r.threadID, RunID: r.id, Outcome: agui.InterruptOutcome(pending...)})
 		r.parked = true
 		r.interrupts = pending
