@@ -334,4 +334,21 @@ type Driver interface {
 	// StopRequested returns when a stop of the stream was requested; the zero time when
 	// none was.
 	StopRequested(ctx context.Context, streamID string) (time.Time, error)
+	// AddThreadRun records the stream streamID (an agent run's event log) as the next run
+	// of the conversation threadID and returns its position: 1 for a thread's first run,
+	// then one more than the last, with no gap. Recording a stream the thread already has
+	// returns its position and stores nothing. Subscribers of [ThreadTopic](threadID) are
+	// woken after the commit.
+	AddThreadRun(ctx context.Context, threadID, streamID string, now time.Time) (int64, error)
+	// ThreadRuns returns up to limit runs of the thread with a position above after, in
+	// order; none for an unknown thread.
+	ThreadRuns(ctx context.Context, threadID string, after int64, limit int) ([]ThreadRun, error)
+}
+
+// ThreadRun is one run of a conversation thread: its position in the thread and its
+// event log's stream id.
+type ThreadRun struct {
+	Pos       int64
+	StreamID  string
+	CreatedAt time.Time
 }

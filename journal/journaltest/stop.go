@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/bbc28f59/engine/journal"
@@ -115,6 +117,51 @@ func stopCases() []testCase {
 			must(t, "RequestStop", a.RequestStop(e.ctx, "log"))
 			if err := <-got; !errors.Is(err, journal.ErrStopped) {
 				t.Fatalf("the resumed wait: %v, want ErrStopped", err)
+			}
+		}},
+		{"Threads/RunsInOrderWithoutGapAndWake", func(t *testing.T, e *env) {
+			a, b := e.journal("a"), e.journal("b")
+			ch, cancel := b.Subscribe(journal.ThreadTopic("t1"))
+			defer cancel()
+			if runs, err := a.ThreadRuns(e.ctx, "t1", 0, 10); err != nil || len(runs) != 0 {
+				t.Fatalf("unknown thread: %v, %v", runs, err)
+			}
+			pos, err := a.AddThreadRun(e.ctx, "t1", "s1")
+			must(t, "AddThreadRun", err)
+			woken(t, ch, "a thread's first run")
+			if pos != 1 {
+				t.Fatalf("first position %d", pos)
+			}
+			if again, err := b.AddThreadRun(e.ctx, "t1", "s1"); err != nil || again != 1 {
+				t.Fatalf("adding the same run again: %d, %v", again, err)
+			}
+			var wg sync.WaitGroup
+			for i := range 8 {
+				j := []*journal.Journal{a, b}[i%2]
+				wg.Go(func() {
+					if _, err := j.AddThreadRun(e.ctx, "t1", fmt.Sprintf("c%d", i)); err != nil {
+						t.Errorf("concurrent AddThreadRun: %v", err)
+					}
+				})
+			}
+			wg.Wait()
+			must(t, "other thread", func() error { _, err := a.AddThreadRun(e.ctx, "t2", "x"); return err }())
+			runs, err := b.ThreadRuns(e.ctx, "t1", 0, 100)
+			must(t, "ThreadRuns", err)
+			seen := map[string]bool{}
+			for i, r := range runs {
+				if r.Pos != int64(i+1) || seen[r.StreamID] {
+					t.Fatalf("runs = %+v: positions must be 1..n, each stream once", runs)
+				}
+				seen[r.StreamID] = true
+			}
+			if len(runs) != 9 {
+				t.Fatalf("%d runs, want 9", len(runs))
+			}
+			tail, err := a.ThreadRuns(e.ctx, "t1", 7, 1)
+			must(t, "ThreadRuns after 7", err)
+			if len(tail) != 1 || tail[0].Pos != 8 {
+				t.Fatalf("after 7, limit 1: %+v", tail)
 			}
 		}},
 	}

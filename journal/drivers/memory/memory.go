@@ -31,6 +31,7 @@ type Driver struct {
 	// whose park was decided otherwise (a timeout) are pruned by the next set or publish.
 	waiting map[string]map[string]struct{}
 	stops   map[string]time.Time // stream id → when its stop was requested
+	threads map[string][]journal.ThreadRun
 	hub     *wake.Hub
 }
 
@@ -72,6 +73,7 @@ func New() *Driver {
 		topics:  map[string]*topicEntry{},
 		waiting: map[string]map[string]struct{}{},
 		stops:   map[string]time.Time{},
+		threads: map[string][]journal.ThreadRun{},
 		hub:     wake.New(),
 	}
 }

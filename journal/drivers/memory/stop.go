@@ -45,3 +45,32 @@ func (d *Driver) StopRequested(_ context.Context, streamID string) (time.Time, e
 	defer d.mu.Unlock()
 	return d.stops[streamID], nil
 }
+
+// AddThreadRun implements journal.Driver.
+func (d *Driver) AddThreadRun(_ context.Context, threadID, streamID string, now time.Time) (int64, error) {
+	d.mu.Lock()
+	runs := d.threads[threadID]
+	for _, r := range runs {
+		if r.StreamID == streamID {
+			d.mu.Unlock()
+			return r.Pos, nil
+		}
+	}
+	pos := int64(len(runs)) + 1
+	d.threads[threadID] = append(runs, journal.ThreadRun{Pos: pos, StreamID: streamID, CreatedAt: now})
+	d.mu.Unlock()
+	d.hub.Notify(journal.ThreadTopic(threadID))
+	return pos, nil
+}
+
+// ThreadRuns implements journal.Driver.
+func (d *Driver) ThreadRuns(_ context.Context, threadID string, after int64, limit int) ([]journal.ThreadRun, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	runs := d.threads[threadID]
+	var out []journal.ThreadRun
+	for i := max(after, 0); i < int64(len(runs)) && len(out) < limit; i++ {
+		out = append(out, runs[i])
+	}
+	return out, nil
+}

@@ -9,12 +9,20 @@ import (
 	"github.com/bbc28f59/engine/journal"
 )
 
-// migrateStops creates the table of stop requests: one row per stream whose stop was
-// requested.
+// migrateStops creates the tables of run control: stop requests (one row per stream whose
+// stop was requested) and the runs of each conversation thread, in order.
 func (s *Store) migrateStops(ctx context.Context) error {
-	_, err := s.db.DB.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+s.stops+` (stream_id TEXT PRIMARY KEY,
-		requested_at BIGINT NOT NULL)`)
-	return err
+	for _, q := range []string{
+		`CREATE TABLE IF NOT EXISTS ` + s.stops + ` (stream_id TEXT PRIMARY KEY, requested_at BIGINT NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS ` + s.threads + ` (thread_id TEXT NOT NULL, pos BIGINT NOT NULL, stream_id TEXT NOT NULL,
+			created_at BIGINT NOT NULL, PRIMARY KEY (thread_id, pos))`,
+		`CREATE UNIQUE INDEX IF NOT EXISTS ` + s.threads + `_stream_idx ON ` + s.threads + ` (thread_id, stream_id)`,
+	} {
+		if _, err := s.db.DB.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RequestStop implements journal.Driver in one transaction. Rows are locked in the order
@@ -76,4 +84,50 @@ func (s *Store) StopRequested(ctx context.Context, streamID string) (time.Time, 
 		return time.Time{}, err
 	}
 	return tm(at), nil
+}
+
+// AddThreadRun implements journal.Driver. The next position is computed in the insert; a
+// concurrent insert that took it first makes the statement insert nothing, and it runs
+// again.
+func (s *Store) AddThreadRun(ctx context.Context, threadID, streamID string, now time.Time) (int64, error) {
+	for {
+		var pos int64
+		err := s.queryRow(ctx, `SELECT pos FROM `+s.threads+` WHERE thread_id = ? AND stream_id = ?`, threadID, streamID).Scan(&pos)
+		if err == nil {
+			return pos, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return 0, err
+		}
+		res, err := s.exec(ctx, `INSERT INTO `+s.threads+` (thread_id, pos, stream_id, created_at)
+			SELECT ?, COALESCE(MAX(pos), 0) + 1, ?, ? FROM `+s.threads+` WHERE thread_id = ?
+			ON CONFLICT DO NOTHING`, threadID, streamID, ns(now), threadID)
+		if err != nil {
+			return 0, err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			s.notify(ctx, journal.ThreadTopic(threadID))
+		}
+	}
+}
+
+// ThreadRuns implements journal.Driver.
+func (s *Store) ThreadRuns(ctx context.Context, threadID string, after int64, limit int) ([]journal.ThreadRun, error) {
+	rows, err := s.query(ctx, `SELECT pos, stream_id, created_at FROM `+s.threads+` WHERE thread_id = ? AND pos > ? ORDER BY pos LIMIT ?`,
+		threadID, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []journal.ThreadRun
+	for rows.Next() {
+		var r journal.ThreadRun
+		var ca int64
+		if err := rows.Scan(&r.Pos, &r.StreamID, &ca); err != nil {
+			return nil, err
+		}
+		r.CreatedAt = tm(ca)
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }

@@ -52,7 +52,7 @@ type Store struct {
 	wq    *writeQueue // when Dialect.OneWriter
 
 	runs, steps, parks, leases, streams, events, topics, messages string
-	stops                                                         string // stop requests (stop.go)
+	stops, threads                                                string // stop requests and thread runs (stop.go)
 }
 
 var prefixRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,40}$`)
@@ -68,7 +68,7 @@ func New(db *bun.DB, prefix string, dia Dialect) (*Store, error) {
 	s := &Store{db: db, dia: dia, hub: wake.New(),
 		runs: prefix + "runs", steps: prefix + "steps", parks: prefix + "parks", leases: prefix + "leases",
 		streams: prefix + "streams", events: prefix + "events", topics: prefix + "topics", messages: prefix + "messages",
-		stops: prefix + "stops"}
+		stops: prefix + "stops", threads: prefix + "threads"}
 	if dia.OneWriter {
 		s.wq = &writeQueue{s: s}
 	}
@@ -77,7 +77,7 @@ func New(db *bun.DB, prefix string, dia Dialect) (*Store, error) {
 
 // Tables returns the table names, for tests that drop them.
 func (s *Store) Tables() []string {
-	return []string{s.events, s.streams, s.steps, s.parks, s.leases, s.runs, s.topics, s.messages, s.stops}
+	return []string{s.events, s.streams, s.steps, s.parks, s.leases, s.runs, s.topics, s.messages, s.stops, s.threads}
 }
 
 // DB returns the handle the store runs on.
