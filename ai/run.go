@@ -122,7 +122,7 @@ func Stream(fx *engine.Fx, agent *AgentDef, input any, out *engine.Stream[agui.E
 	}
 	r, err := prepare(fx, agent, input, opts, true)
 	if err != nil {
-		return RunResult{}, err
+		return RunResult{}, refuse(err, func() wire { return aguiWire{out.SSE()} }, out)
 	}
 	return r.streamTo(out.Live(), aguiWire{out.SSE()}, out)
 }
@@ -165,6 +165,14 @@ func prepare(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions, stream 
 	if len(in.resume) > 0 {
 		return resume(fx, agent, in.resume, opts)
 	}
+	if j := durable.JournalOf(fx.App()); j != nil && stream && opts.ThreadID != "" {
+		// AG-UI 1.0: no new run beside one parked on interrupts; a replay was checked.
+		if run := durable.RunOf(fx); run == nil || !run.Replaying() {
+			if err := checkThread(fx.Context(), j, opts.ThreadID); err != nil {
+				return nil, err
+			}
+		}
+	}
 	r := &AgentRun{fx: fx, agent: agent, opts: opts, messages: in.messages, durable: durable.RunOf(fx), wireNames: map[string]string{},
 		context: in.context, state: runState{doc: in.state}, aguiClient: in.clientRunID != ""}
 	for _, name := range agent.tools {
@@ -197,6 +205,12 @@ func prepare(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions, stream 
 	r.threadID = opts.ThreadID
 	if r.threadID == "" {
 		r.threadID = r.id
+	}
+	if stream && durable.JournalOf(fx.App()) != nil {
+		// The thread's runs in order: what a thread's follower reads.
+		if _, err := durable.JournalOf(fx.App()).AddThreadRun(fx.Context(), r.threadID, r.id); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
