@@ -10,6 +10,7 @@ import (
 
 	"github.com/bbc28f59/engine/ai"
 	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/clientx"
 	"github.com/bbc28f59/engine/clientx/agent"
 )
 
@@ -105,5 +106,23 @@ func TestFollowThread(t *testing.T) {
 	verifyAGUI(t, raw, true)
 	if s, ok := resumed[0].Event.(agui.RunStarted); !ok || s.RunID != runIDs[1] || resumed[0].Seq != ai.ThreadEventID(2, 1) {
 		t.Fatalf("resumed after the first run's end with %+v (id %d)", resumed[0].Event, resumed[0].Seq)
+	}
+	// The Go client reads the same stream.
+	c, err := clientx.New(w.srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	ends := 0
+	for fr, err := range agent.FollowThread(ctx, c, "tf", agent.FollowOptions{}) {
+		if err != nil {
+			t.Fatalf("FollowThread: %v", err)
+		}
+		if _, ok := fr.Event.(agui.RunFinished); ok {
+			if ends++; ends == 3 {
+				break
+			}
+		}
 	}
 }
