@@ -131,7 +131,11 @@ func Stream(fx *engine.Fx, agent *AgentDef, input any, out *engine.Stream[agui.E
 // ends the stream (its Done), and returns what [Stream] returns.
 func (r *AgentRun) streamTo(live bool, w wire, stream interface{ Done() error }) (RunResult, error) {
 	r.live = live
-	r.execute(r.fx.Context(), w)
+	ctx := r.fx.Context()
+	if r.agent.continueOnDisconnect && r.durable != nil {
+		ctx = context.WithoutCancel(ctx) // the client may leave: the run goes on
+	}
+	r.execute(ctx, w)
 	_ = stream.Done()
 	switch {
 	case r.follow != nil && r.err == nil && len(r.interrupts) > 0 && !live:

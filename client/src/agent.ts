@@ -191,8 +191,19 @@ const ends = (e: AgentEvent) =>
  * than WorkerLost); a stream that closes before one is a failed connection, so following
  * from past the terminal event throws once maxReconnects are spent.
  */
-export async function* follow(url: string, runId: string, opts: FollowOptions = {}): AsyncGenerator<AgentFrame> {
-  const target = base(url) + "/agent/runs/" + encodeURIComponent(runId) + "/events";
+export const follow = (url: string, runId: string, opts: FollowOptions = {}): AsyncGenerator<AgentFrame> =>
+  followAt(base(url) + "/agent/runs/" + encodeURIComponent(runId) + "/events", opts, false);
+
+/**
+ * Follows every run of a conversation thread (GET /agent/threads/:threadId/events), in
+ * order: the runs already stored, then each run started later on any instance, as one
+ * AG-UI stream. A thread has no end: stop with opts.signal or by leaving the loop. The
+ * frames' ids resume with lastEventId; reconnects are follow's.
+ */
+export const followThread = (url: string, threadId: string, opts: FollowOptions = {}): AsyncGenerator<AgentFrame> =>
+  followAt(base(url) + "/agent/threads/" + encodeURIComponent(threadId) + "/events", opts, true);
+
+async function* followAt(target: string, opts: FollowOptions, thread: boolean): AsyncGenerator<AgentFrame> {
   let last = Number(opts.lastEventId || 0), fails = 0;
   const first = opts.backoff || 100;
   let delay = first;
@@ -206,7 +217,7 @@ export async function* follow(url: string, runId: string, opts: FollowOptions = 
         if (seq > 0 && seq <= last) continue; // a server that ignored Last-Event-ID: never yield twice
         if (seq > 0) last = seq;
         got++;
-        ended = ends(f.event);
+        ended = !thread && ends(f.event);
         yield f;
       }
     } catch (e) {
