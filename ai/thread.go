@@ -15,8 +15,13 @@ import (
 // before it sends anything else, and no second run starts beside the parked one.
 const CodeInterruptPending = "InterruptPending"
 
-// threadScan bounds the runs of a thread looked at for a pending interrupt.
-const threadScan = 1000
+// threadScan bounds the runs of a thread read for a pending interrupt, and threadRecent
+// how many of the latest are looked at: a run parks only as its thread's latest, since
+// every later input was refused while it waited.
+const (
+	threadScan   = 1000
+	threadRecent = 3
+)
 
 // errInterruptPending is a refused input; Stream answers it with a lone RUN_ERROR.
 type errInterruptPending struct{ threadID, runID string }
@@ -31,7 +36,7 @@ func checkThread(ctx context.Context, j *journal.Journal, threadID string) error
 	if err != nil {
 		return err
 	}
-	for i := len(runs) - 1; i >= 0; i-- {
+	for i := len(runs) - 1; i >= max(0, len(runs)-threadRecent); i-- {
 		st, err := j.GetStream(ctx, runs[i].StreamID)
 		if errors.Is(err, journal.ErrNotFound) || err == nil && (st.FinishedAt != nil || st.RunID == "") {
 			continue
