@@ -155,4 +155,3 @@ func percentiles(ds []time.Duration) (p50, p99 time.Duration) {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
