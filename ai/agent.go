@@ -22,6 +22,8 @@ type AgentDef struct {
 
 	output    *structured // a typed final output ([Output])
 	outputErr error
+
+	continueOnDisconnect bool // a durable run goes on when its client hangs up
 }
 
 // AgentOption configures an agent.
@@ -29,6 +31,13 @@ type AgentOption func(*AgentDef)
 
 // System sets the agent's system prompt.
 func System(prompt string) AgentOption { return func(a *AgentDef) { a.system = prompt } }
+
+// ContinueOnDisconnect lets a durable run of the agent go on when the client that
+// streams it hangs up, instead of being aborted (the default, RUN_ERROR AbortError): the
+// run writes its log to the end, so the person reloads the page and follows the run, or
+// its thread, to the answer. A stop still ends it. A run that is not durable is aborted
+// as before.
+func ContinueOnDisconnect() AgentOption { return func(a *AgentDef) { a.continueOnDisconnect = true } }
 
 // Budget sets maxCostPerRun: when the run's spend reaches it the loop stops with stop
 // reason budget; nothing is thrown.

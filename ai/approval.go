@@ -89,6 +89,9 @@ func (s *loopState) approvals(stepName string, calls []ToolCall) (map[string]*jo
 		if err != nil && !errors.Is(err, engine.ErrParked) {
 			return nil, err
 		}
+		if d != nil && d.Kind == journal.DecisionCancel {
+			return nil, errStopped // the run was stopped while it waited
+		}
 		if d != nil {
 			decisions[c.ID] = d
 			continue
@@ -105,6 +108,7 @@ func (s *loopState) approvals(stepName string, calls []ToolCall) (map[string]*jo
 	if len(pending) > 0 {
 		s.openStep(stepName)
 		s.closeStep(stepName)
+		s.snapshotAt()
 		s.em.emit(agui.RunFinished{ThreadID: r.threadID, RunID: r.id, Outcome: agui.InterruptOutcome(pending...)})
 		r.parked = true
 		r.interrupts = pending

@@ -48,16 +48,25 @@ func serveFollow(fx *engine.Fx, w http.ResponseWriter, r *http.Request) {
 	// With stored rows in hand, the headers go out with the first frame: one write.
 	sse := httpx.NewSSEWriter(w, httpx.SSEOptions{Heartbeat: cfg.Heartbeat, HoldHeaders: len(rows) > 0})
 	defer sse.Close()
+	relayLog(ctx, sse, j, cfg.FollowPoll, st, rows, after, func(seq int64) int64 { return seq })
+}
+
+// relayLog writes the rows of the stream st from rows on (read after seq after), then
+// every row stored later, as SSE frames with the ids id(seq), until the stream is
+// finished and every row was sent (true) or the client, the database or retention ends
+// the relay (false).
+func relayLog(ctx context.Context, sse *httpx.SSEWriter, j *journal.Journal, pollEvery time.Duration, st journal.Stream, rows []journal.EventRow, after int64, id func(seq int64) int64) bool {
 	var (
 		wake        <-chan struct{}
 		unsubscribe = func() {}
 		poll        *time.Timer
+		err         error
 	)
 	defer func() { unsubscribe() }()
 	for {
 		for _, row := range rows {
-			if err := sse.WriteEvent(row.Seq, row.Event); err != nil {
-				return
+			if err := sse.WriteEvent(id(row.Seq), row.Event); err != nil {
+				return false
 			}
 			after = row.Seq
 		}
@@ -65,25 +74,25 @@ func serveFollow(fx *engine.Fx, w http.ResponseWriter, r *http.Request) {
 			switch {
 			case st.FinishedAt != nil:
 				// The read that saw the mark saw every row committed before it.
-				return
+				return true
 			case wake == nil:
 				// Subscribe after the first read, so the first frame does not wait for a
 				// listener; the read that follows catches rows appended meanwhile.
 				wake, unsubscribe = j.Subscribe(st.ID)
-				poll = time.NewTimer(cfg.FollowPoll)
+				poll = time.NewTimer(pollEvery)
 				defer poll.Stop()
 			default:
-				poll.Reset(cfg.FollowPoll)
+				poll.Reset(pollEvery)
 				select {
 				case <-ctx.Done():
-					return
+					return false
 				case <-wake:
 				case <-poll.C:
 				}
 			}
 		}
 		if st, rows, err = j.ReadStream(ctx, st.ID, after, followBatch); err != nil {
-			return // the client is gone, or the database, or retention removed the run; the client resumes by id
+			return false // the client is gone, or the database, or retention removed the run; the client resumes by id
 		}
 	}
 }

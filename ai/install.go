@@ -88,7 +88,8 @@ var (
 const FollowPath = "/agent/runs/:runId/events"
 
 // Install adds the agent routes: POST /agent/approvals/approve, POST
-// /agent/approvals/deny and GET /agent/runs/:runId/events. Durable agent runs and
+// /agent/approvals/deny, GET /agent/runs/:runId/events, POST /agent/runs/:runId/stop and
+// GET /agent/threads/:threadId/events. Durable agent runs and
 // following need the app to have a journal (durable.With).
 func Install(opts Options) engine.Option {
 	if opts.ApprovalWait < 0 || opts.FollowPoll < 0 || opts.Heartbeat < 0 {
@@ -113,6 +114,8 @@ func Install(opts Options) engine.Option {
 			return Decided{OK: true}, nil
 		}),
 		engine.Handle(http.MethodGet, FollowPath, serveFollow),
+		engine.Handle(http.MethodGet, ThreadFollowPath, serveThread),
+		bindStop(),
 		engine.Validate(func(app *engine.App) error {
 			if !opts.PublicApprovals {
 				warnPublicApprovals(app)

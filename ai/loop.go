@@ -152,6 +152,7 @@ type loopState struct {
 	history  []Message
 	seen     map[string]bool // tool call ids used in this run: each call gets its own
 	pending  []string        // client tool calls left for the client to run
+	outcome  *agui.Outcome   // RUN_FINISHED's outcome when not success (a stop)
 
 	outputRetries int // final answers of a typed output asked again
 }
@@ -172,6 +173,10 @@ func (s *loopState) run() {
 	for {
 		if err := s.em.failed(); err != nil {
 			r.err = err
+			return
+		}
+		if stopped(s.ctx) {
+			s.stop()
 			return
 		}
 		s.step++
@@ -518,7 +523,10 @@ func (s *loopState) finish(reason agui.StopReason) {
 	r := s.r
 	res := &agui.RunResult{Cost: s.cost, StopReason: reason, Output: s.output}
 	ev := agui.RunFinished{ThreadID: r.threadID, RunID: r.id, Result: res}
-	if len(s.pending) > 0 {
+	switch {
+	case s.outcome != nil:
+		ev.Outcome = s.outcome
+	case len(s.pending) > 0:
 		ev.Outcome = &agui.Outcome{Type: agui.OutcomeSuccess, PendingToolCallIDs: s.pending}
 	}
 	if s.in != nil || s.out != nil || s.rtokens != nil {
@@ -539,6 +547,9 @@ func (s *loopState) fail(err error) {
 	switch {
 	case errors.Is(err, journal.ErrLeaseLost):
 		r.err = err // another instance owns the run; it writes the log from here
+		return
+	case stopped(s.ctx) || errors.Is(err, errStopped) || errors.Is(err, journal.ErrStopped):
+		s.stop()
 		return
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		stop = &stopError{code: CodeAbortError, msg: "ai: the client disconnected; the model call was aborted"}

@@ -53,6 +53,10 @@ type AgentRun struct {
 	result     RunResult
 	interrupts []agui.Interrupt
 	err        error
+
+	// stoppedEarlier: an earlier execution ended the log as stopped before the journal
+	// recorded the run's end; this one records it and does nothing else.
+	stoppedEarlier bool
 }
 
 // HeaderOmitDone is the request header with which a caller asks an agent stream to leave
@@ -118,7 +122,7 @@ func Stream(fx *engine.Fx, agent *AgentDef, input any, out *engine.Stream[agui.E
 	}
 	r, err := prepare(fx, agent, input, opts, true)
 	if err != nil {
-		return RunResult{}, err
+		return RunResult{}, refuse(err, func() wire { return aguiWire{out.SSE()} }, out)
 	}
 	return r.streamTo(out.Live(), aguiWire{out.SSE()}, out)
 }
@@ -127,7 +131,11 @@ func Stream(fx *engine.Fx, agent *AgentDef, input any, out *engine.Stream[agui.E
 // ends the stream (its Done), and returns what [Stream] returns.
 func (r *AgentRun) streamTo(live bool, w wire, stream interface{ Done() error }) (RunResult, error) {
 	r.live = live
-	r.execute(r.fx.Context(), w)
+	ctx := r.fx.Context()
+	if r.agent.continueOnDisconnect && r.durable != nil {
+		ctx = context.WithoutCancel(ctx) // the client may leave: the run goes on
+	}
+	r.execute(ctx, w)
 	_ = stream.Done()
 	switch {
 	case r.follow != nil && r.err == nil && len(r.interrupts) > 0 && !live:
@@ -161,6 +169,14 @@ func prepare(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions, stream 
 	if len(in.resume) > 0 {
 		return resume(fx, agent, in.resume, opts)
 	}
+	if j := durable.JournalOf(fx.App()); j != nil && stream && opts.ThreadID != "" {
+		// AG-UI 1.0: no new run beside one parked on interrupts; a replay was checked.
+		if run := durable.RunOf(fx); run == nil || !run.Replaying() {
+			if err := checkThread(fx.Context(), j, opts.ThreadID); err != nil {
+				return nil, err
+			}
+		}
+	}
 	r := &AgentRun{fx: fx, agent: agent, opts: opts, messages: in.messages, durable: durable.RunOf(fx), wireNames: map[string]string{},
 		context: in.context, state: runState{doc: in.state}, aguiClient: in.clientRunID != ""}
 	for _, name := range agent.tools {
@@ -193,6 +209,12 @@ func prepare(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions, stream 
 	r.threadID = opts.ThreadID
 	if r.threadID == "" {
 		r.threadID = r.id
+	}
+	if stream && durable.JournalOf(fx.App()) != nil {
+		// The thread's runs in order: what a thread's follower reads.
+		if _, err := durable.JournalOf(fx.App()).AddThreadRun(fx.Context(), r.threadID, r.id); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
@@ -244,6 +266,10 @@ func (r *AgentRun) execute(ctx context.Context, sse wire) {
 			return
 		}
 		em.log = w
+		if w == nil && r.stoppedEarlier {
+			r.endStopped()
+			return
+		}
 	}
 	if w := em.log; w != nil {
 		defer func() {
@@ -260,7 +286,13 @@ func (r *AgentRun) execute(ctx context.Context, sse wire) {
 			}
 		}()
 	}
-	r.loop(ctx, em)
+	lctx := ctx
+	if em.log != nil {
+		var stop func()
+		lctx, stop = watchStop(ctx, durable.JournalOf(r.fx.App()), r.id, configOf(r.fx.App()).FollowPoll)
+		defer stop()
+	}
+	r.loop(lctx, em)
 	if parent != nil {
 		switch {
 		case r.err != nil:
@@ -287,6 +319,9 @@ func (r *AgentRun) openLog(ctx context.Context, j *journal.Journal) (*journal.Lo
 		}
 	}
 	if st, _ := w.Opened(); st.FinishedAt != nil {
+		if row, ok := w.LastRow(); ok && endedStopped(row.Event) {
+			r.stoppedEarlier = true
+		}
 		return nil, w.Close(ctx)
 	}
 	if row, ok := w.LastRow(); ok {

@@ -16,6 +16,7 @@ func (s *loopState) streamTurn(ctx context.Context, stepName string, req Request
 	for chunk, err := range s.r.agent.model.stream(ctx, req) {
 		if err != nil {
 			if ctx.Err() != nil {
+				b.cut(ctx)
 				return turn{}, ctx.Err()
 			}
 			if tooLarge := (*ReplyTooLargeError)(nil); errors.As(err, &tooLarge) {
@@ -42,9 +43,25 @@ func (s *loopState) streamTurn(ctx context.Context, stepName string, req Request
 		}
 	}
 	if err := ctx.Err(); err != nil {
+		b.cut(ctx)
 		return turn{}, err
 	}
 	return b.finish(), nil
+}
+
+// cut ends the turn a stop cut off: the open message, reasoning or tool call gets its
+// end event, so the log stays a valid AG-UI sequence, and the text so far is the run's.
+// A turn cut off otherwise (the client left) is left as it was.
+func (b *turnBuilder) cut(ctx context.Context) {
+	if !stopped(ctx) {
+		return
+	}
+	b.endReasoning()
+	b.endText()
+	b.endCall()
+	if b.textBuf.Len() > 0 {
+		b.s.text = b.textBuf.String()
+	}
 }
 
 // turnBuilder assembles one streamed turn and emits its events in an order every AG-UI

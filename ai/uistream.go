@@ -56,7 +56,10 @@ func StreamUI(fx *engine.Fx, agent *AgentDef, req uimessage.Request, out *engine
 	}
 	r, err := prepare(fx, agent, in, opts, true)
 	if err != nil {
-		return RunResult{}, err
+		return RunResult{}, refuse(err, func() wire {
+			out.Header().Set(uimessage.Header, uimessage.HeaderValue)
+			return &uiWire{sse: out.SSE(), enc: enc}
+		}, out)
 	}
 	out.Header().Set(uimessage.Header, uimessage.HeaderValue)
 	return r.streamTo(out.Live(), &uiWire{sse: out.SSE(), enc: enc}, out)

@@ -121,7 +121,7 @@ func (r *runner) attach(fx *engine.Fx, def *engine.FlowDef, id string, next engi
 			return nil, fmt.Errorf("%w: run %s is a run of %s, the replay called %s", journal.ErrNonDeterministic, id, rec.Flow, def.ID())
 		}
 		switch rec.Status {
-		case journal.StatusCompleted:
+		case journal.StatusCompleted, journal.StatusCancelled:
 			if len(rec.Output) == 0 {
 				return json.RawMessage("null"), nil
 			}

@@ -62,7 +62,7 @@ func readRun(ctx context.Context, app *engine.App, p *engine.Principal, id strin
 	}
 	st := RunState{RunID: rec.ID, Flow: rec.Flow, Status: string(rec.Status)}
 	switch rec.Status {
-	case journal.StatusCompleted:
+	case journal.StatusCompleted, journal.StatusCancelled:
 		st.Result = rec.Output
 		if len(st.Result) == 0 {
 			st.Result = json.RawMessage("null")

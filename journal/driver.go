@@ -32,16 +32,21 @@ func (c Capability) Has(want Capability) bool { return c&want == want }
 // Status is the state of a durable run.
 type Status string
 
-// Run statuses. Running and parked runs can be claimed; completed and failed are final.
+// Run statuses. Running and parked runs can be claimed; completed, failed and cancelled
+// are final. A run is cancelled when it was stopped ([Driver.RequestStop]) and ended
+// because of it.
 const (
 	StatusRunning   Status = "running"
 	StatusParked    Status = "parked"
 	StatusCompleted Status = "completed"
 	StatusFailed    Status = "failed"
+	StatusCancelled Status = "cancelled"
 )
 
 // Final reports whether no further transition is possible.
-func (s Status) Final() bool { return s == StatusCompleted || s == StatusFailed }
+func (s Status) Final() bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
+}
 
 // DecisionKind is the outcome stored for a park.
 type DecisionKind string
@@ -51,6 +56,9 @@ const (
 	DecisionApprove DecisionKind = "approve"
 	DecisionDeny    DecisionKind = "deny"
 	DecisionTimeout DecisionKind = "timeout"
+	// DecisionCancel is stored by [Driver.RequestStop] on every pending park of the run
+	// it stops: the run resumes only to end, and a later decision is ErrConflict.
+	DecisionCancel DecisionKind = "cancel"
 )
 
 // Decision is the single stored outcome of a park.
@@ -397,6 +405,31 @@ type Driver interface {
 	// HeldLeases returns the named leases held at now (owner set, not expired), by name,
 	// and the owners holding run leases at now, by owner.
 	HeldLeases(ctx context.Context, now time.Time) ([]LeaseRecord, []OwnerRecord, error)
+
+	// Run control: stopping a run from any instance. A driver implemented outside this
+	// module gets these by embedding an existing driver.
+
+	// RequestStop stores a stop request for the stream streamID (an agent run's event
+	// log) at now, and in the same write decides every pending park of the stream's
+	// durable run (if any) with DecisionCancel at now, so a decision that comes later is
+	// ErrConflict. A second request keeps the first one's time. Subscribers of
+	// [StopTopic](streamID) are woken after the commit (across processes where the
+	// driver has CapCrossProcessWakeups). It reports the run runnable when it is parked
+	// and none of its parks is still pending. ErrNotFound when no such stream;
+	// ErrRunFinished when the stream is finished (nothing stored).
+	RequestStop(ctx context.Context, streamID string, now time.Time) (DecideResult, error)
+	// StopRequested returns when a stop of the stream was requested; the zero time when
+	// none was.
+	StopRequested(ctx context.Context, streamID string) (time.Time, error)
+	// AddThreadRun records the stream streamID (an agent run's event log) as the next run
+	// of the conversation threadID and returns its position: 1 for a thread's first run,
+	// then one more than the last, with no gap. Recording a stream the thread already has
+	// returns its position and stores nothing. Subscribers of [ThreadTopic](threadID) are
+	// woken after the commit.
+	AddThreadRun(ctx context.Context, threadID, streamID string, now time.Time) (int64, error)
+	// ThreadRuns returns up to limit runs of the thread with a position above after, in
+	// order; none for an unknown thread.
+	ThreadRuns(ctx context.Context, threadID string, after int64, limit int) ([]ThreadRun, error)
 }
 
 // AppendEach implements [Driver.AppendBatch] for d with one [Driver.AppendEvents] per
@@ -408,5 +441,12 @@ func AppendEach(ctx context.Context, d Driver, batch []FencedAppend) []error {
 		errs[i] = d.AppendEvents(ctx, a.Fence, a.Append)
 	}
 	return errs
+}
 
+// ThreadRun is one run of a conversation thread: its position in the thread and its
+// event log's stream id.
+type ThreadRun struct {
+	Pos       int64
+	StreamID  string
+	CreatedAt time.Time
 }

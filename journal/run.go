@@ -42,6 +42,7 @@ type Run struct {
 	cursors map[string]int64 // channel topic → seq of the last message received
 	waits   map[string]int   // signal topic → waits made by this execution
 	done    bool             // lease released, lost, or run ended
+	stopped bool             // ended because it was stopped: Complete stores cancelled
 }
 
 func newRun(j *Journal, rec RunRecord, steps []StepRecord, parks []ParkRecord) *Run {
@@ -342,9 +343,16 @@ func (r *Run) Suspend(ctx context.Context) error {
 	return nil
 }
 
-// Complete stores the output, marks the run completed and releases the lease.
+// Complete stores the output, marks the run completed (cancelled after
+// [Run.MarkStopped]) and releases the lease.
 func (r *Run) Complete(ctx context.Context, output json.RawMessage) error {
-	return r.finish(ctx, RunUpdate{Status: StatusCompleted, Output: output})
+	r.mu.Lock()
+	status := StatusCompleted
+	if r.stopped {
+		status = StatusCancelled
+	}
+	r.mu.Unlock()
+	return r.finish(ctx, RunUpdate{Status: status, Output: output})
 }
 
 // Fail stores msg, marks the run failed and releases the lease.

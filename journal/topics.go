@@ -127,6 +127,8 @@ func (r *Run) WaitSignal(ctx context.Context, name, key string, deadline time.Ti
 		return nil, fmt.Errorf("%w: signal %s under %q", ErrTimedOut, name, key)
 	case DecisionDeny:
 		return nil, fmt.Errorf("journal: the wait for signal %s under %q was denied, not set", name, key)
+	case DecisionCancel:
+		return nil, ErrStopped
 	}
 	return d, nil
 }
@@ -176,6 +178,8 @@ func (r *Run) Receive(ctx context.Context, channel string, deadline time.Time) (
 			return nil, fmt.Errorf("%w: channel %s", ErrTimedOut, channel)
 		case DecisionDeny:
 			return nil, fmt.Errorf("journal: the receive on channel %s was denied", channel)
+		case DecisionCancel:
+			return nil, ErrStopped
 		}
 	}
 }

@@ -63,6 +63,8 @@ func Decode(data []byte) (Event, error) {
 		return decodeAs[StateSnapshot](typ, data)
 	case TypeStateDelta:
 		return decodeAs[StateDelta](typ, data)
+	case TypeMessagesSnapshot:
+		return decodeAs[MessagesSnapshot](typ, data)
 	case TypeReasoningStart:
 		return decodeAs[ReasoningStart](typ, data)
 	case TypeReasoningMessageStart:

@@ -100,6 +100,8 @@ func AppendJSON(dst []byte, ev Event) ([]byte, error) {
 		dst = appendOptional(dst, `,"code":`, e.Code)
 	case RunFinished:
 		return appendRunFinished(dst, e)
+	case MessagesSnapshot:
+		return appendMessagesSnapshot(dst, e)
 	case Custom:
 		dst = append(dst, `{"type":"CUSTOM","name":`...)
 		dst = jsonx.AppendString(dst, e.Name)

@@ -9,12 +9,14 @@ import (
 type StopReason string
 
 // The stop reasons delivered in RUN_FINISHED. Aborted and denied runs end with
-// [RunError] instead, so they have no constant here.
+// [RunError] instead, so they have no constant here. A run that was stopped ends with
+// [StopCancelled] and the outcome [OutcomeCancelled].
 const (
 	StopCompleted StopReason = "completed"
 	StopMaxSteps  StopReason = "max_steps"
 	StopBudget    StopReason = "budget"
 	StopError     StopReason = "error"
+	StopCancelled StopReason = "cancelled"
 )
 
 // RunResult is RUN_FINISHED.result. Cost is the model-reported spend summed over the

@@ -128,9 +128,9 @@ export interface DecideOptions extends AgentOptions {
 
 const base = (url: string) => url.replace(/\/+$/, "");
 
-async function decide(op: string, url: string, body: object, opts: DecideOptions): Promise<void> {
+async function decide(op: string, url: string, body: object, opts: DecideOptions, path = "/agent/approvals/" + op): Promise<void> {
   const t = opts.transport || createTransport(opts);
-  const target = base(url) + "/agent/approvals/" + op;
+  const target = base(url) + path;
   for (;;) {
     const r = await t.request("POST", target, JSON.stringify(body), { signal: opts.signal });
     if (r.error) throw new DecisionError(op, r.error, r.status);
@@ -162,6 +162,15 @@ export const approve = (url: string, id: string, opts: DecideOptions & { args?: 
 export const deny = (url: string, id: string, opts: DecideOptions & { reason?: string } = {}) =>
   decide("deny", url, opts.reason ? { id, reason: opts.reason } : { id }, opts);
 
+/**
+ * Stops a run (POST /agent/runs/:runId/stop, runId as in RUN_STARTED) on whichever
+ * instance runs it: its live stream and every follower end with RUN_FINISHED, outcome
+ * cancelled; a parked run is cancelled and its approvals refused. A run that already
+ * finished is refused with Conflict (isConflict), an unknown one with NotFound.
+ */
+export const stop = (url: string, runId: string, opts: DecideOptions = {}) =>
+  decide("stop", url, {}, opts, "/agent/runs/" + encodeURIComponent(runId) + "/stop");
+
 export interface FollowOptions extends AgentOptions {
   /** Resume after this id (the last one received). */
   lastEventId?: string | number;
@@ -182,8 +191,19 @@ const ends = (e: AgentEvent) =>
  * than WorkerLost); a stream that closes before one is a failed connection, so following
  * from past the terminal event throws once maxReconnects are spent.
  */
-export async function* follow(url: string, runId: string, opts: FollowOptions = {}): AsyncGenerator<AgentFrame> {
-  const target = base(url) + "/agent/runs/" + encodeURIComponent(runId) + "/events";
+export const follow = (url: string, runId: string, opts: FollowOptions = {}): AsyncGenerator<AgentFrame> =>
+  followAt(base(url) + "/agent/runs/" + encodeURIComponent(runId) + "/events", opts, false);
+
+/**
+ * Follows every run of a conversation thread (GET /agent/threads/:threadId/events), in
+ * order: the runs already stored, then each run started later on any instance, as one
+ * AG-UI stream. A thread has no end: stop with opts.signal or by leaving the loop. The
+ * frames' ids resume with lastEventId; reconnects are follow's.
+ */
+export const followThread = (url: string, threadId: string, opts: FollowOptions = {}): AsyncGenerator<AgentFrame> =>
+  followAt(base(url) + "/agent/threads/" + encodeURIComponent(threadId) + "/events", opts, true);
+
+async function* followAt(target: string, opts: FollowOptions, thread: boolean): AsyncGenerator<AgentFrame> {
   let last = Number(opts.lastEventId || 0), fails = 0;
   const first = opts.backoff || 100;
   let delay = first;
@@ -197,7 +217,7 @@ export async function* follow(url: string, runId: string, opts: FollowOptions = 
         if (seq > 0 && seq <= last) continue; // a server that ignored Last-Event-ID: never yield twice
         if (seq > 0) last = seq;
         got++;
-        ended = ends(f.event);
+        ended = !thread && ends(f.event);
         yield f;
       }
     } catch (e) {

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { lastValueFrom, toArray } from "rxjs";
 import { HttpAgent } from "@ag-ui/client";
 import { createClient } from "engine/client";
-import { readAgentEvents, readFrames, approve, deny, follow, isConflict, DecisionError } from "engine/client/agent";
+import { readAgentEvents, readFrames, approve, deny, follow, followThread, stop, isConflict, DecisionError } from "engine/client/agent";
 import { URL_, app, signIn, fakeServer } from "./helpers.mjs";
 
 const alice = await signIn("alice@example.com");
@@ -25,7 +25,7 @@ async function park(message) {
   assert.equal(fin.outcome.type, "interrupt");
   const [intr] = fin.outcome.interrupts;
   assert.deepEqual([intr.reason, intr.payload], ["approval", { tool: "tools.transfer", args: { to: "bob", amount: 500 } }]);
-  return { id: intr.id, runId: fin.runId };
+  return { id: intr.id, runId: fin.runId, threadId: fin.threadId };
 }
 
 const textOf = (events) => events.filter((e) => e.type == "TEXT_MESSAGE_CONTENT").map((e) => e.delta).join("");
@@ -80,6 +80,36 @@ test("approve, then Conflict; follow to the end", async () => {
   assert.ok(ids.every((n, i) => n > 0 && (i == 0 || n > ids[i - 1])), "ids increase: " + ids);
   // An unknown id is 404 NotFound, not retried.
   await assert.rejects(approve(URL_, "bm9wZQ", { auth }), (e) => e instanceof DecisionError && e.error.code == "NotFound");
+});
+
+test("stop a parked run: it ends cancelled, its approval and a second stop are Conflict", async () => {
+  const { id, runId } = await park("transfer 500 to bob");
+  await stop(URL_, runId, { auth });
+  const events = (await collect(follow(URL_, runId, { auth }))).map((f) => f.event);
+  const fin = events.at(-1);
+  assert.equal(fin.type, "RUN_FINISHED");
+  assert.deepEqual([fin.outcome?.type, fin.result?.stopReason], ["cancelled", "cancelled"]);
+  await assert.rejects(approve(URL_, id, { auth }), (e) => isConflict(e) && e.status == 409);
+  await assert.rejects(stop(URL_, runId, { auth }), (e) => isConflict(e) && e.status == 409);
+  // The typed call of the same route.
+  const again = await api.agent.stop({ runId });
+  assert.equal(again.error?.code, "Conflict");
+  await assert.rejects(stop(URL_, "run_nope", { auth }), (e) => e instanceof DecisionError && e.error.code == "NotFound");
+});
+
+test("followThread: a thread's runs in order, resumed by id", async () => {
+  const { runId, threadId } = await park("transfer 500 to bob");
+  const ac = new AbortController();
+  const seen = [];
+  for await (const f of followThread(URL_, threadId, { auth, signal: ac.signal })) {
+    seen.push(f);
+    if (f.event.type == "RUN_FINISHED" && f.event.outcome?.type == "interrupt") break;
+  }
+  ac.abort();
+  assert.equal(seen[0].event.type, "RUN_STARTED");
+  assert.equal(seen[0].event.runId, runId);
+  const ids = seen.map((f) => Number(f.id));
+  assert.ok(ids.every((n, i) => i == 0 || n > ids[i - 1]), "ids increase: " + ids);
 });
 
 test("deny, then follow; follow resumes after a cut connection with no gap and no duplicate", async () => {

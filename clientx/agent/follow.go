@@ -62,16 +62,22 @@ func FollowURL(baseURL, runID string) string {
 // ends, the sequence ends with an error. A frame that cannot be decoded is yielded as an
 // error and following goes on.
 func Follow(ctx context.Context, c *clientx.Client, runID string, opts FollowOptions) iter.Seq2[Frame, error] {
+	return follow(ctx, c, "run "+runID, func(base string) string { return FollowURL(base, runID) }, opts, false)
+}
+
+// follow reads the event stream at the URL of c's base URL that at returns (what names
+// it in errors); thread streams never end by themselves.
+func follow(ctx context.Context, c *clientx.Client, what string, at func(base string) string, opts FollowOptions, thread bool) iter.Seq2[Frame, error] {
 	return func(yield func(Frame, error) bool) {
 		if c == nil {
-			yield(Frame{}, clientError(engine.CodeValidation, "Follow: nil client"))
+			yield(Frame{}, clientError(engine.CodeValidation, "following: nil client"))
 			return
 		}
 		if err := c.Transport().Err(); err != nil {
-			yield(Frame{}, fmt.Errorf("agent: following run %s: invalid client option: %w", runID, err))
+			yield(Frame{}, fmt.Errorf("agent: following %s: invalid client option: %w", what, err))
 			return
 		}
-		f := follower{ctx: ctx, t: c.Transport(), url: FollowURL(c.BaseURL(), runID), opts: opts, last: opts.LastEventID}
+		f := follower{ctx: ctx, t: c.Transport(), url: at(c.BaseURL()), opts: opts, last: opts.LastEventID, thread: thread}
 		if f.opts.MaxReconnects == 0 {
 			f.opts.MaxReconnects = DefaultMaxReconnects
 		}
@@ -91,6 +97,8 @@ type follower struct {
 	// ended is true when the last event yielded ends the whole run: no resumed run
 	// follows it in the log.
 	ended bool
+	// thread: the stream of a whole thread, which never ends by itself.
+	thread bool
 }
 
 // errStop means the caller stopped ranging.
@@ -107,7 +115,7 @@ func (f *follower) run(yield func(Frame, error) bool) {
 		switch {
 		case errors.Is(err, errStop):
 			return
-		case err == nil && (f.ended || (connects > 0 && got == 0)):
+		case err == nil && !f.thread && (f.ended || (connects > 0 && got == 0)):
 			// The server ended the stream after the run's end, or a reconnect found the
 			// stream over with nothing more to send.
 			return

@@ -30,6 +30,8 @@ type Driver struct {
 	// signal or a publish looks at its waiters, not at every run ever stored. Entries
 	// whose park was decided otherwise (a timeout) are pruned by the next set or publish.
 	waiting map[string]map[string]struct{}
+	stops   map[string]time.Time // stream id → when its stop was requested
+	threads map[string][]journal.ThreadRun
 	hub     *wake.Hub
 }
 
@@ -70,6 +72,8 @@ func New() *Driver {
 		streams: map[string]*streamEntry{},
 		topics:  map[string]*topicEntry{},
 		waiting: map[string]map[string]struct{}{},
+		stops:   map[string]time.Time{},
+		threads: map[string][]journal.ThreadRun{},
 		hub:     wake.New(),
 	}
 }

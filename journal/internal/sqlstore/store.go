@@ -59,6 +59,7 @@ type Store struct {
 	wq    *writeQueue // when Dialect.OneWriter
 
 	runs, steps, parks, leases, streams, events, topics, messages string
+	stops, threads                                                string // stop requests and thread runs (stop.go)
 }
 
 var prefixRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,40}$`)
@@ -73,7 +74,8 @@ func New(db *bun.DB, prefix string, dia Dialect) (*Store, error) {
 	}
 	s := &Store{db: db, dia: dia, hub: wake.New(),
 		runs: prefix + "runs", steps: prefix + "steps", parks: prefix + "parks", leases: prefix + "leases",
-		streams: prefix + "streams", events: prefix + "events", topics: prefix + "topics", messages: prefix + "messages"}
+		streams: prefix + "streams", events: prefix + "events", topics: prefix + "topics", messages: prefix + "messages",
+		stops: prefix + "stops", threads: prefix + "threads"}
 	if dia.OneWriter {
 		s.wq = &writeQueue{s: s}
 	}
@@ -82,7 +84,7 @@ func New(db *bun.DB, prefix string, dia Dialect) (*Store, error) {
 
 // Tables returns the table names, for tests that drop them.
 func (s *Store) Tables() []string {
-	return []string{s.events, s.streams, s.steps, s.parks, s.leases, s.runs, s.topics, s.messages}
+	return []string{s.events, s.streams, s.steps, s.parks, s.leases, s.runs, s.topics, s.messages, s.stops, s.threads}
 }
 
 // DB returns the handle the store runs on.
@@ -149,7 +151,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 		}
 	}
 	// Added with the operator queries (the console): their indexes.
-	return s.migrateQueries(ctx)
+	if err := s.migrateQueries(ctx); err != nil {
+		return err
+	}
+	// Added with run control: stop requests and conversation threads.
+	return s.migrateStops(ctx)
 }
 
 // addColumn adds a column to a table created by an earlier version, unless it is there.
