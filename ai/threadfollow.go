@@ -1,6 +1,7 @@
 package ai
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -70,14 +71,19 @@ func serveThread(fx *engine.Fx, w http.ResponseWriter, r *http.Request) {
 			}
 			continue
 		}
+		at := runs[0].Pos
 		st, rows, err := readFollowable(ctx, app, p, runs[0].StreamID, after)
 		if err != nil {
+			if _, gone := j.GetStream(ctx, runs[0].StreamID); errors.Is(gone, journal.ErrNotFound) {
+				// Retention removed this run's log: the thread goes on with its next run.
+				pos, after = at+1, 0
+				continue
+			}
 			return
 		}
-		at := runs[0].Pos
 		if !relayLog(ctx, sse, j, cfg.FollowPoll, st, rows, after, func(seq int64) int64 { return ThreadEventID(at, seq) }) {
 			return
 		}
-		pos, after = pos+1, 0
+		pos, after = at+1, 0
 	}
 }

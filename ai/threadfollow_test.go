@@ -126,3 +126,42 @@ func TestFollowThread(t *testing.T) {
 		}
 	}
 }
+
+// TestFollowThreadSkipsARunRetentionRemoved: a thread follower from the start goes past a
+// run whose log retention deleted, on to the thread's later runs.
+func TestFollowThreadSkipsARunRetentionRemoved(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, setup{turns: []turn{{Text: "One."}}})
+	var runIDs []string
+	var cut time.Time
+	for i := range 3 {
+		tr := w.stream(t, "/chat/agui", fmt.Sprintf(`{"threadId":"tr","runId":"r%d","messages":[{"id":"u","role":"user","content":"count"}]}`, i))
+		runIDs = append(runIDs, tr.started(t).RunID)
+		if i == 0 {
+			time.Sleep(5 * time.Millisecond)
+			cut = time.Now()
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	n, err := w.journal.Driver().DeleteFinishedStreams(t.Context(), cut, 10)
+	if err != nil || n != 1 {
+		t.Fatalf("DeleteFinishedStreams = %d, %v; want the first run's log only", n, err)
+	}
+	frames, raw, err := w.followThread("tr", "", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifyAGUI(t, raw, true)
+	var started []string
+	for _, fr := range frames {
+		if s, ok := fr.Event.(agui.RunStarted); ok {
+			started = append(started, s.RunID)
+			if fr.Seq>>32 == 1 {
+				t.Fatalf("the removed run's position was relayed: id %d", fr.Seq)
+			}
+		}
+	}
+	if strings.Join(started, ",") != strings.Join(runIDs[1:], ",") {
+		t.Fatalf("thread stream ran %v, want %v", started, runIDs[1:])
+	}
+}

@@ -52,6 +52,25 @@ func stopCases() []testCase {
 				t.Fatal("a refused request was stored")
 			}
 		}},
+		{"Stop/RetentionRemovesTheRequestWithItsStream", func(t *testing.T, e *env) {
+			a := e.journal("a")
+			e.stream(a, "s1", "")
+			e.stream(a, "s2", "")
+			must(t, "RequestStop s1", a.RequestStop(e.ctx, "s1"))
+			must(t, "RequestStop s2", a.RequestStop(e.ctx, "s2"))
+			must(t, "Finish", a.FinishStream(e.ctx, "s1"))
+			e.clock.Advance(1)
+			n, err := e.d.DeleteFinishedStreams(e.ctx, e.clock.Now(), 10)
+			if err != nil || n != 1 {
+				t.Fatalf("DeleteFinishedStreams = %d, %v; want 1", n, err)
+			}
+			if at, err := e.d.StopRequested(e.ctx, "s1"); err != nil || !at.IsZero() {
+				t.Fatalf("the deleted stream's stop request stayed: %v, %v", at, err)
+			}
+			if at, err := e.d.StopRequested(e.ctx, "s2"); err != nil || at.IsZero() {
+				t.Fatalf("a live stream's stop request went with another's retention: %v, %v", at, err)
+			}
+		}},
 		{"Stop/ParkedRunIsCancelledAndResumedOnce", func(t *testing.T, e *env) {
 			resumed := make(chan *journal.Decision, 4)
 			resumer := func(ctx context.Context, r *journal.Run) {

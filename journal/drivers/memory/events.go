@@ -216,6 +216,7 @@ func (d *Driver) DeleteFinishedStreams(_ context.Context, before time.Time, limi
 		}
 		if s.FinishedAt != nil && s.FinishedAt.Before(before) {
 			delete(d.streams, id)
+			delete(d.stops, id)
 			n++
 		}
 	}

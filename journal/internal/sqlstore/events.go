@@ -392,6 +392,12 @@ func (s *Store) DeleteFinishedStreams(ctx context.Context, before time.Time, lim
 		if _, err := tx.execText(ctx, `DELETE FROM `+s.streams+` WHERE id IN `+in, args...); err != nil {
 			return err
 		}
+		// A finished stream's stop request has done its work. Its row in a conversation
+		// thread stays (a row per run, as the run's record does): a thread's positions never
+		// go back, and a thread follower skips a run whose log is gone.
+		if _, err := tx.execText(ctx, `DELETE FROM `+s.stops+` WHERE stream_id IN `+in, args...); err != nil {
+			return err
+		}
 		n = len(ids)
 		return nil
 	})
