@@ -73,11 +73,19 @@ func runStatus(t *testing.T, e *apEnv, runID string) journal.Status {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := e.j.GetRun(context.Background(), st.RunID)
-	if err != nil {
-		t.Fatal(err)
+	// The run's log ends before its record is written, so a follower can see the end
+	// first: wait (boundedly) for a final status.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rec, err := e.j.GetRun(context.Background(), st.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Status.Final() || time.Now().After(deadline) {
+			return rec.Status
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	return rec.Status
 }
 
 // TestStopAcrossInstancesOnPostgres stops, through B, a run streaming on A: A's model
