@@ -59,111 +59,117 @@ next:
 
 func batchCases() []testCase {
 	return []testCase{
-		{"LogWriter/StreamsShareTheirCommits", func(t *testing.T, e *env) {
-			spy := &batchSpy{Driver: e.d, entered: make(chan struct{}), gate: make(chan struct{})}
-			close(spy.gate)
-			j := e.journalOn(spy, "a")
-			opts := journal.LogOptions{FlushInterval: 5 * time.Millisecond, CommitInterval: 20 * time.Millisecond}
-			const streams = 20
-			ws := make([]*journal.LogWriter, streams)
-			for i := range ws {
-				ws[i] = e.openLog(j, fmt.Sprintf("s%d", i), opts)
-			}
-			// Every stream writes a token each 2 ms for half a second: each has rows to
-			// commit in every window.
-			for range 250 {
-				for _, w := range ws {
-					if _, err := w.WriteDelta(e.ctx, "TEXT_MESSAGE_CONTENT", "m1", "tok "); err != nil {
-						t.Fatal(err)
-					}
-				}
-				time.Sleep(2 * time.Millisecond)
-			}
-			for _, w := range ws {
-				must(t, "Close", w.Close(e.ctx))
-			}
-			spy.mu.Lock()
-			batches, appends := len(spy.batches), 0
-			for _, b := range spy.batches {
-				appends += len(b)
-			}
-			spy.mu.Unlock()
-			t.Logf("%d appends in %d batches", appends, batches)
-			if batches == 0 || appends < 2*batches {
-				t.Fatalf("%d appends in %d batches: the streams did not share their commits", appends, batches)
-			}
-			var text strings.Builder
-			for _, r := range e.storedEvents("s7") {
-				var ev struct{ Delta string }
-				must(t, "decode", json.Unmarshal(r.Event, &ev))
-				text.WriteString(ev.Delta)
-			}
-			if want := strings.Repeat("tok ", 250); text.String() != want {
-				t.Fatalf("stream s7 stored %d bytes of text, want %d", text.Len(), len(want))
-			}
-		}},
-		{"LogWriter/ALostLeaseFailsOnlyItsOwnRowsInTheBatch", func(t *testing.T, e *env) {
-			spy := &batchSpy{Driver: e.d, entered: make(chan struct{}), gate: make(chan struct{})}
-			a, b := e.journalOn(spy, "a"), e.journal("b")
-			opts := journal.LogOptions{FlushInterval: time.Millisecond, CommitInterval: 5 * time.Millisecond}
-			lost, kept := e.begin(a), e.begin(a)
-			first := e.openLog(a, "first", opts)
-			wl, err := a.CreateLog(e.ctx, journal.Stream{ID: "lost", RunID: lost.ID}, lost, opts)
-			must(t, "CreateLog", err)
-			wk, err := a.CreateLog(e.ctx, journal.Stream{ID: "kept", RunID: kept.ID}, kept, opts)
-			must(t, "CreateLog", err)
-			wp := e.openLog(a, "plain", opts)
+		{"LogWriter/StreamsShareTheirCommits", logWriterStreamsShareTheirCommits},
+		{"LogWriter/ALostLeaseFailsOnlyItsOwnRowsInTheBatch", logWriterALostLeaseFailsOnlyItsOwnRowsInTheBatch},
+	}
+}
 
-			// The first stream's commit holds the batch in the driver...
-			write(t, e, first, `{"type":"STEP_STARTED","stepName":"first"}`)
-			<-spy.entered
-			// ...while another instance takes one run over, and three streams write.
-			keptF := kept.Fence()
-			e.clock.Advance(leaseTTL)
-			must(t, "RenewLease", e.d.RenewLease(e.ctx, keptF, e.clock.Now().Add(leaseTTL)))
-			_, err = b.Claim(e.ctx, lost.ID)
-			must(t, "Claim", err)
-			for _, w := range []*journal.LogWriter{wl, wk, wp} {
-				if seq := write(t, e, w, `{"type":"STEP_STARTED","stepName":"s"}`); seq != 1 {
-					t.Fatalf("stream %s: first seq %d", w.StreamID(), seq)
-				}
-				write(t, e, w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"hi"}`)
+// logWriterStreamsShareTheirCommits is the case "LogWriter/StreamsShareTheirCommits": streams share their commits.
+func logWriterStreamsShareTheirCommits(t *testing.T, e *env) {
+	spy := &batchSpy{Driver: e.d, entered: make(chan struct{}), gate: make(chan struct{})}
+	close(spy.gate)
+	j := e.journalOn(spy, "a")
+	opts := journal.LogOptions{FlushInterval: 5 * time.Millisecond, CommitInterval: 20 * time.Millisecond}
+	const streams = 20
+	ws := make([]*journal.LogWriter, streams)
+	for i := range ws {
+		ws[i] = e.openLog(j, fmt.Sprintf("s%d", i), opts)
+	}
+	// Every stream writes a token each 2 ms for half a second: each has rows to
+	// commit in every window.
+	for range 250 {
+		for _, w := range ws {
+			if _, err := w.WriteDelta(e.ctx, "TEXT_MESSAGE_CONTENT", "m1", "tok "); err != nil {
+				t.Fatal(err)
 			}
-			time.Sleep(300 * time.Millisecond) // their timers hand the rows to the held batch
-			close(spy.gate)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	for _, w := range ws {
+		must(t, "Close", w.Close(e.ctx))
+	}
+	spy.mu.Lock()
+	batches, appends := len(spy.batches), 0
+	for _, b := range spy.batches {
+		appends += len(b)
+	}
+	spy.mu.Unlock()
+	t.Logf("%d appends in %d batches", appends, batches)
+	if batches == 0 || appends < 2*batches {
+		t.Fatalf("%d appends in %d batches: the streams did not share their commits", appends, batches)
+	}
+	var text strings.Builder
+	for _, r := range e.storedEvents("s7") {
+		var ev struct{ Delta string }
+		must(t, "decode", json.Unmarshal(r.Event, &ev))
+		text.WriteString(ev.Delta)
+	}
+	if want := strings.Repeat("tok ", 250); text.String() != want {
+		t.Fatalf("stream s7 stored %d bytes of text, want %d", text.Len(), len(want))
+	}
+}
 
-			var got map[string]error
-			within(t, "the batch of the three streams", func() {
-				for {
-					var ok bool
-					if got, ok = spy.batchWith("lost", "kept", "plain"); ok {
-						return
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-			})
-			if !errors.Is(got["lost"], journal.ErrLeaseLost) || got["kept"] != nil || got["plain"] != nil {
-				t.Fatalf("outcomes in the batch: %v; want a lost lease for the stream taken over only", got)
+// logWriterALostLeaseFailsOnlyItsOwnRowsInTheBatch is the case "LogWriter/ALostLeaseFailsOnlyItsOwnRowsInTheBatch": a lost lease fails only its own rows in the batch.
+func logWriterALostLeaseFailsOnlyItsOwnRowsInTheBatch(t *testing.T, e *env) {
+	spy := &batchSpy{Driver: e.d, entered: make(chan struct{}), gate: make(chan struct{})}
+	a, b := e.journalOn(spy, "a"), e.journal("b")
+	opts := journal.LogOptions{FlushInterval: time.Millisecond, CommitInterval: 5 * time.Millisecond}
+	lost, kept := e.begin(a), e.begin(a)
+	first := e.openLog(a, "first", opts)
+	wl, err := a.CreateLog(e.ctx, journal.Stream{ID: "lost", RunID: lost.ID}, lost, opts)
+	must(t, "CreateLog", err)
+	wk, err := a.CreateLog(e.ctx, journal.Stream{ID: "kept", RunID: kept.ID}, kept, opts)
+	must(t, "CreateLog", err)
+	wp := e.openLog(a, "plain", opts)
+
+	// The first stream's commit holds the batch in the driver...
+	write(t, e, first, `{"type":"STEP_STARTED","stepName":"first"}`)
+	<-spy.entered
+	// ...while another instance takes one run over, and three streams write.
+	keptF := kept.Fence()
+	e.clock.Advance(leaseTTL)
+	must(t, "RenewLease", e.d.RenewLease(e.ctx, keptF, e.clock.Now().Add(leaseTTL)))
+	_, err = b.Claim(e.ctx, lost.ID)
+	must(t, "Claim", err)
+	for _, w := range []*journal.LogWriter{wl, wk, wp} {
+		if seq := write(t, e, w, `{"type":"STEP_STARTED","stepName":"s"}`); seq != 1 {
+			t.Fatalf("stream %s: first seq %d", w.StreamID(), seq)
+		}
+		write(t, e, w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"hi"}`)
+	}
+	time.Sleep(300 * time.Millisecond) // their timers hand the rows to the held batch
+	close(spy.gate)
+
+	var got map[string]error
+	within(t, "the batch of the three streams", func() {
+		for {
+			var ok bool
+			if got, ok = spy.batchWith("lost", "kept", "plain"); ok {
+				return
 			}
-			must(t, "Flush kept", wk.Flush(e.ctx))
-			must(t, "Flush plain", wp.Flush(e.ctx))
-			for id, n := range map[string]int{"lost": 0, "kept": 2, "plain": 2} {
-				if rows := e.storedEvents(id); len(rows) != n {
-					t.Errorf("stream %s: %d rows stored, want %d", id, len(rows), n)
-				}
-			}
-			if err := wl.Flush(e.ctx); !errors.Is(err, journal.ErrLeaseLost) {
-				t.Fatalf("the writer whose run was taken over: Flush err = %v, want a lost lease", err)
-			}
-			for _, w := range []*journal.LogWriter{first, wk, wp} {
-				if seq := write(t, e, w, `{"type":"STEP_FINISHED","stepName":"s"}`); seq == 0 {
-					t.Fatalf("stream %s: no seq", w.StreamID())
-				}
-				must(t, "Close "+w.StreamID(), w.Close(e.ctx))
-			}
-			if rows := e.storedEvents("kept"); len(rows) != 3 {
-				t.Fatalf("kept: %d rows after its close, want 3", len(rows))
-			}
-		}},
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	if !errors.Is(got["lost"], journal.ErrLeaseLost) || got["kept"] != nil || got["plain"] != nil {
+		t.Fatalf("outcomes in the batch: %v; want a lost lease for the stream taken over only", got)
+	}
+	must(t, "Flush kept", wk.Flush(e.ctx))
+	must(t, "Flush plain", wp.Flush(e.ctx))
+	for id, n := range map[string]int{"lost": 0, "kept": 2, "plain": 2} {
+		if rows := e.storedEvents(id); len(rows) != n {
+			t.Errorf("stream %s: %d rows stored, want %d", id, len(rows), n)
+		}
+	}
+	if err := wl.Flush(e.ctx); !errors.Is(err, journal.ErrLeaseLost) {
+		t.Fatalf("the writer whose run was taken over: Flush err = %v, want a lost lease", err)
+	}
+	for _, w := range []*journal.LogWriter{first, wk, wp} {
+		if seq := write(t, e, w, `{"type":"STEP_FINISHED","stepName":"s"}`); seq == 0 {
+			t.Fatalf("stream %s: no seq", w.StreamID())
+		}
+		must(t, "Close "+w.StreamID(), w.Close(e.ctx))
+	}
+	if rows := e.storedEvents("kept"); len(rows) != 3 {
+		t.Fatalf("kept: %d rows after its close, want 3", len(rows))
 	}
 }

@@ -40,7 +40,11 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// testCase is one conformance case.
+// testCase is one conformance case. Each case is a named function whose name is the
+// case's name in lowerCamelCase without its slash ("Events/StreamRecords" is
+// eventsStreamRecords), declared after the list of its file that registers it under
+// that name (eventCases, stepCases...), so a failing subtest, its stack trace and its
+// definition all read alike. The generated Model/Seed cases call [runModel].
 type testCase struct {
 	name string
 	fn   func(t *testing.T, e *env)

@@ -116,162 +116,186 @@ func span(from, to int64) []int64 {
 
 func tailCases() []testCase {
 	return []testCase{
-		{"Tail/SameInstanceReadsNeedNoDatabase", func(t *testing.T, e *env) {
-			j, c := e.tailed("a")
-			w := e.openLog(j, "s1", quiet)
-			structural(t, e, w, 5)
-			// The last read found nothing after row 5 of an unfinished stream: that one
-			// asks the database, since another instance may have continued the run.
-			if n := c.during(func() { e.wantFollow(j, "s1", 2, 2, 5, false) }); n != 1 {
-				t.Fatalf("%d driver reads, want 1 (only the read past the tail)", n)
-			}
-			must(t, "Close", w.Close(e.ctx))
-			must(t, "FinishStream", j.FinishStream(e.ctx, "s1"))
-			n := c.during(func() {
-				e.wantFollow(j, "s1", 0, 500, 5, true)
-				st, rows, err := j.ReadStream(e.ctx, "s1", 5, 10)
-				must(t, "ReadStream", err)
-				if len(rows) != 0 || st.FinishedAt == nil || st.PrincipalID != "u1" || st.Tenant != "t1" || st.Flow != "f" {
-					t.Fatalf("read past the end = %+v, %d rows", st, len(rows))
-				}
-			})
-			if n != 0 {
-				t.Fatalf("%d driver reads of a stream finished here, want 0", n)
-			}
-			// Rows handed out are shared with the tail: appending to them must not reach it.
-			_, first, _ := j.ReadStream(e.ctx, "s1", 0, 2)
-			_ = append(first, journal.EventRow{Seq: 99, Event: json.RawMessage(`{}`)})
-			if _, again, _ := j.ReadStream(e.ctx, "s1", 2, 1); len(again) != 1 || again[0].Seq != 3 {
-				t.Fatalf("after a caller's append, row 3 reads %v", again)
-			}
-		}},
-		{"Tail/EarlierRowsComeFromTheDatabase", func(t *testing.T, e *env) {
-			b := e.journal("b")
-			e.stream(b, "s1", "")
-			e.logRows(b, "s1", nil, 3)
-			a, c := e.tailed("a")
-			e.logRows(a, "s1", nil, 3)
-			must(t, "FinishStream", a.FinishStream(e.ctx, "s1"))
-			if n := c.during(func() { e.wantFollow(a, "s1", 3, 500, 6, true) }); n != 0 {
-				t.Fatalf("rows a wrote took %d driver reads, want 0", n)
-			}
-			if n := c.during(func() { e.wantFollow(a, "s1", 1, 500, 6, true) }); n != 1 {
-				t.Fatalf("rows b wrote took %d driver reads, want 1", n)
-			}
-		}},
-		{"Tail/AnotherInstanceContinuesTheStream", func(t *testing.T, e *env) {
-			a, _ := e.tailed("a")
-			b, _ := e.tailed("b")
-			e.stream(a, "s1", "")
-			e.logRows(a, "s1", nil, 3)
-			// b takes over (as after a lease expiry) and appends; a's tail knows nothing of it.
-			e.logRows(b, "s1", nil, 3)
-			e.wantFollow(a, "s1", 0, 2, 6, false)
-			// a appends row 7 directly, then b row 8: each time a's tail no longer
-			// continues and restarts at a's next row.
-			must(t, "AppendEvents a", a.AppendEvents(e.ctx, "s1", nil, rows(7)...))
-			for after := range int64(7) {
-				e.wantFollow(a, "s1", after, 2, 7, false)
-			}
-			e.logRows(b, "s1", nil, 1)
-			e.logRows(a, "s1", nil, 2)
-			must(t, "FinishStream", a.FinishStream(e.ctx, "s1"))
-			for _, j := range []*journal.Journal{a, b} {
-				for after := range int64(11) {
-					e.wantFollow(j, "s1", after, 2, 10, true)
-				}
-			}
-		}},
-		{"Tail/FinishedElsewhereAfterRowsThisTailLacks", func(t *testing.T, e *env) {
-			a, c := e.tailed("a")
-			b := e.journal("b")
-			e.stream(a, "s1", "")
-			e.logRows(a, "s1", nil, 3)
-			e.logRows(b, "s1", nil, 2)
-			must(t, "FinishStream b", b.FinishStream(e.ctx, "s1"))
-			// a finishes too: the driver finds the stream finished and says nothing more.
-			must(t, "FinishStream a", a.FinishStream(e.ctx, "s1"))
-			e.wantFollow(a, "s1", 0, 2, 5, true)
-			// When a's tail does end at the last row, a's finish makes it complete.
-			e.stream(a, "s2", "")
-			e.logRows(a, "s2", nil, 3)
-			must(t, "FinishStream a s2", a.FinishStream(e.ctx, "s2"))
-			if n := c.during(func() { e.wantFollow(a, "s2", 0, 2, 3, true) }); n != 0 {
-				t.Fatalf("s2 took %d driver reads, want 0", n)
-			}
-		}},
-		{"Tail/LostLeaseRowsAreNotServed", func(t *testing.T, e *env) {
-			a, _ := e.tailed("a")
-			b := e.journal("b")
-			r := e.begin(a)
-			e.stream(a, "s1", r.ID)
-			wa, err := a.NewLogWriter(e.ctx, "s1", r, quiet)
-			must(t, "NewLogWriter a", err)
-			structural(t, e, wa, 2)
-			e.clock.Advance(leaseTTL + time.Second)
-			rb, err := b.Claim(e.ctx, r.ID)
-			must(t, "Claim b", err)
-			write(t, e, wa, `{"type":"STEP_STARTED","stepName":"late"}`)
-			if err := wa.Flush(e.ctx); !errors.Is(err, journal.ErrLeaseLost) {
-				t.Fatalf("a's commit after losing the lease: err = %v, want ErrLeaseLost", err)
-			}
-			e.logRows(b, "s1", rb, 2)
-			// b's rows continue past every seq a reserved (a may have sent them as ids);
-			// a's refused row 3 must not appear.
-			_, stored := e.seqs(a, "s1")
-			st, err := a.GetStream(e.ctx, "s1")
-			must(t, "GetStream", err)
-			want := []int64{1, 2, stored[2].Seq, stored[2].Seq + 1}
-			if seqs, _ := e.followAll(a, "s1", 0, 500); !slices.Equal(seqs, want) || want[2] <= 3 || st.Reserved != want[3] {
-				t.Fatalf("a follows %v, want %v past a's reservation (stream %+v)", seqs, want, st)
-			}
-		}},
-		{"Tail/ExpiresAfterTTLBelowRetention", func(t *testing.T, e *env) {
-			// TailTTL asks for an hour; the retention window caps it at 30s.
-			j, c := e.tailed("a", func(o *journal.Options) { o.TailTTL = time.Hour; o.FinishedRetention = time.Minute })
-			e.stream(j, "s1", "")
-			e.logRows(j, "s1", nil, 3)
-			must(t, "FinishStream", j.FinishStream(e.ctx, "s1"))
-			if n := c.during(func() { e.wantFollow(j, "s1", 0, 500, 3, true) }); n != 0 {
-				t.Fatalf("fresh tail: %d driver reads, want 0", n)
-			}
-			e.clock.Advance(30 * time.Second)
-			if n := c.during(func() { e.wantFollow(j, "s1", 0, 500, 3, true) }); n != 1 {
-				t.Fatalf("expired tail: %d driver reads, want 1", n)
-			}
-		}},
-		{"Tail/OldUnfinishedStreamsReadTheDatabase", func(t *testing.T, e *env) {
-			// Retention closes unfinished streams an hour old; past half of that the
-			// tail stops answering, however recently the stream was written.
-			j, c := e.tailed("a", func(o *journal.Options) { o.UnfinishedMaxAge = time.Hour })
-			w := e.openLog(j, "s1", quiet)
-			structural(t, e, w, 2)
-			e.clock.Advance(20 * time.Minute)
-			structural(t, e, w, 1)
-			if n := c.during(func() { e.wantFollow(j, "s1", 0, 2, 3, false) }); n != 1 {
-				t.Fatalf("a 20-minute-old stream: %d driver reads, want 1 (past the tail's end)", n)
-			}
-			e.clock.Advance(11 * time.Minute)
-			structural(t, e, w, 1)
-			if n := c.during(func() { e.wantFollow(j, "s1", 0, 2, 4, false) }); n != 3 {
-				t.Fatalf("a 31-minute-old stream: %d driver reads, want every read (3)", n)
-			}
-		}},
-		{"Tail/BudgetDropsOldestRows", func(t *testing.T, e *env) {
-			// About 180 bytes a row and a stream may hold an eighth of 4 KiB: a few rows.
-			j, c := e.tailed("a", func(o *journal.Options) { o.TailBytes = 4096 })
-			w := e.openLog(j, "s1", quiet)
-			for range 10 {
-				structural(t, e, w, 3)
-			}
-			must(t, "Close", w.Close(e.ctx))
-			must(t, "FinishStream", j.FinishStream(e.ctx, "s1"))
-			if n := c.during(func() { e.wantFollow(j, "s1", 29, 500, 30, true) }); n != 0 {
-				t.Fatalf("the newest row took %d driver reads, want 0", n)
-			}
-			if c.during(func() { e.wantFollow(j, "s1", 0, 7, 30, true) }) == 0 {
-				t.Fatal("rows beyond the budget were served without the database")
-			}
-		}},
+		{"Tail/SameInstanceReadsNeedNoDatabase", tailSameInstanceReadsNeedNoDatabase},
+		{"Tail/EarlierRowsComeFromTheDatabase", tailEarlierRowsComeFromTheDatabase},
+		{"Tail/AnotherInstanceContinuesTheStream", tailAnotherInstanceContinuesTheStream},
+		{"Tail/FinishedElsewhereAfterRowsThisTailLacks", tailFinishedElsewhereAfterRowsThisTailLacks},
+		{"Tail/LostLeaseRowsAreNotServed", tailLostLeaseRowsAreNotServed},
+		{"Tail/ExpiresAfterTTLBelowRetention", tailExpiresAfterTTLBelowRetention},
+		{"Tail/OldUnfinishedStreamsReadTheDatabase", tailOldUnfinishedStreamsReadTheDatabase},
+		{"Tail/BudgetDropsOldestRows", tailBudgetDropsOldestRows},
+	}
+}
+
+// tailSameInstanceReadsNeedNoDatabase is the case "Tail/SameInstanceReadsNeedNoDatabase": same instance reads need no database.
+func tailSameInstanceReadsNeedNoDatabase(t *testing.T, e *env) {
+	j, c := e.tailed("a")
+	w := e.openLog(j, "s1", quiet)
+	structural(t, e, w, 5)
+	// The last read found nothing after row 5 of an unfinished stream: that one
+	// asks the database, since another instance may have continued the run.
+	if n := c.during(func() { e.wantFollow(j, "s1", 2, 2, 5, false) }); n != 1 {
+		t.Fatalf("%d driver reads, want 1 (only the read past the tail)", n)
+	}
+	must(t, "Close", w.Close(e.ctx))
+	must(t, "FinishStream", j.FinishStream(e.ctx, "s1"))
+	n := c.during(func() {
+		e.wantFollow(j, "s1", 0, 500, 5, true)
+		st, rows, err := j.ReadStream(e.ctx, "s1", 5, 10)
+		must(t, "ReadStream", err)
+		if len(rows) != 0 || st.FinishedAt == nil || st.PrincipalID != "u1" || st.Tenant != "t1" || st.Flow != "f" {
+			t.Fatalf("read past the end = %+v, %d rows", st, len(rows))
+		}
+	})
+	if n != 0 {
+		t.Fatalf("%d driver reads of a stream finished here, want 0", n)
+	}
+	// Rows handed out are shared with the tail: appending to them must not reach it.
+	_, first, _ := j.ReadStream(e.ctx, "s1", 0, 2)
+	_ = append(first, journal.EventRow{Seq: 99, Event: json.RawMessage(`{}`)})
+	if _, again, _ := j.ReadStream(e.ctx, "s1", 2, 1); len(again) != 1 || again[0].Seq != 3 {
+		t.Fatalf("after a caller's append, row 3 reads %v", again)
+	}
+}
+
+// tailEarlierRowsComeFromTheDatabase is the case "Tail/EarlierRowsComeFromTheDatabase": earlier rows come from the database.
+func tailEarlierRowsComeFromTheDatabase(t *testing.T, e *env) {
+	b := e.journal("b")
+	e.stream(b, "s1", "")
+	e.logRows(b, "s1", nil, 3)
+	a, c := e.tailed("a")
+	e.logRows(a, "s1", nil, 3)
+	must(t, "FinishStream", a.FinishStream(e.ctx, "s1"))
+	if n := c.during(func() { e.wantFollow(a, "s1", 3, 500, 6, true) }); n != 0 {
+		t.Fatalf("rows a wrote took %d driver reads, want 0", n)
+	}
+	if n := c.during(func() { e.wantFollow(a, "s1", 1, 500, 6, true) }); n != 1 {
+		t.Fatalf("rows b wrote took %d driver reads, want 1", n)
+	}
+}
+
+// tailAnotherInstanceContinuesTheStream is the case "Tail/AnotherInstanceContinuesTheStream": another instance continues the stream.
+func tailAnotherInstanceContinuesTheStream(t *testing.T, e *env) {
+	a, _ := e.tailed("a")
+	b, _ := e.tailed("b")
+	e.stream(a, "s1", "")
+	e.logRows(a, "s1", nil, 3)
+	// b takes over (as after a lease expiry) and appends; a's tail knows nothing of it.
+	e.logRows(b, "s1", nil, 3)
+	e.wantFollow(a, "s1", 0, 2, 6, false)
+	// a appends row 7 directly, then b row 8: each time a's tail no longer
+	// continues and restarts at a's next row.
+	must(t, "AppendEvents a", a.AppendEvents(e.ctx, "s1", nil, rows(7)...))
+	for after := range int64(7) {
+		e.wantFollow(a, "s1", after, 2, 7, false)
+	}
+	e.logRows(b, "s1", nil, 1)
+	e.logRows(a, "s1", nil, 2)
+	must(t, "FinishStream", a.FinishStream(e.ctx, "s1"))
+	for _, j := range []*journal.Journal{a, b} {
+		for after := range int64(11) {
+			e.wantFollow(j, "s1", after, 2, 10, true)
+		}
+	}
+}
+
+// tailFinishedElsewhereAfterRowsThisTailLacks is the case "Tail/FinishedElsewhereAfterRowsThisTailLacks": finished elsewhere after rows this tail lacks.
+func tailFinishedElsewhereAfterRowsThisTailLacks(t *testing.T, e *env) {
+	a, c := e.tailed("a")
+	b := e.journal("b")
+	e.stream(a, "s1", "")
+	e.logRows(a, "s1", nil, 3)
+	e.logRows(b, "s1", nil, 2)
+	must(t, "FinishStream b", b.FinishStream(e.ctx, "s1"))
+	// a finishes too: the driver finds the stream finished and says nothing more.
+	must(t, "FinishStream a", a.FinishStream(e.ctx, "s1"))
+	e.wantFollow(a, "s1", 0, 2, 5, true)
+	// When a's tail does end at the last row, a's finish makes it complete.
+	e.stream(a, "s2", "")
+	e.logRows(a, "s2", nil, 3)
+	must(t, "FinishStream a s2", a.FinishStream(e.ctx, "s2"))
+	if n := c.during(func() { e.wantFollow(a, "s2", 0, 2, 3, true) }); n != 0 {
+		t.Fatalf("s2 took %d driver reads, want 0", n)
+	}
+}
+
+// tailLostLeaseRowsAreNotServed is the case "Tail/LostLeaseRowsAreNotServed": lost lease rows are not served.
+func tailLostLeaseRowsAreNotServed(t *testing.T, e *env) {
+	a, _ := e.tailed("a")
+	b := e.journal("b")
+	r := e.begin(a)
+	e.stream(a, "s1", r.ID)
+	wa, err := a.NewLogWriter(e.ctx, "s1", r, quiet)
+	must(t, "NewLogWriter a", err)
+	structural(t, e, wa, 2)
+	e.clock.Advance(leaseTTL + time.Second)
+	rb, err := b.Claim(e.ctx, r.ID)
+	must(t, "Claim b", err)
+	write(t, e, wa, `{"type":"STEP_STARTED","stepName":"late"}`)
+	if err := wa.Flush(e.ctx); !errors.Is(err, journal.ErrLeaseLost) {
+		t.Fatalf("a's commit after losing the lease: err = %v, want ErrLeaseLost", err)
+	}
+	e.logRows(b, "s1", rb, 2)
+	// b's rows continue past every seq a reserved (a may have sent them as ids);
+	// a's refused row 3 must not appear.
+	_, stored := e.seqs(a, "s1")
+	st, err := a.GetStream(e.ctx, "s1")
+	must(t, "GetStream", err)
+	want := []int64{1, 2, stored[2].Seq, stored[2].Seq + 1}
+	if seqs, _ := e.followAll(a, "s1", 0, 500); !slices.Equal(seqs, want) || want[2] <= 3 || st.Reserved != want[3] {
+		t.Fatalf("a follows %v, want %v past a's reservation (stream %+v)", seqs, want, st)
+	}
+}
+
+// tailExpiresAfterTTLBelowRetention is the case "Tail/ExpiresAfterTTLBelowRetention": expires after TTL below retention.
+func tailExpiresAfterTTLBelowRetention(t *testing.T, e *env) {
+	// TailTTL asks for an hour; the retention window caps it at 30s.
+	j, c := e.tailed("a", func(o *journal.Options) { o.TailTTL = time.Hour; o.FinishedRetention = time.Minute })
+	e.stream(j, "s1", "")
+	e.logRows(j, "s1", nil, 3)
+	must(t, "FinishStream", j.FinishStream(e.ctx, "s1"))
+	if n := c.during(func() { e.wantFollow(j, "s1", 0, 500, 3, true) }); n != 0 {
+		t.Fatalf("fresh tail: %d driver reads, want 0", n)
+	}
+	e.clock.Advance(30 * time.Second)
+	if n := c.during(func() { e.wantFollow(j, "s1", 0, 500, 3, true) }); n != 1 {
+		t.Fatalf("expired tail: %d driver reads, want 1", n)
+	}
+}
+
+// tailOldUnfinishedStreamsReadTheDatabase is the case "Tail/OldUnfinishedStreamsReadTheDatabase": old unfinished streams read the database.
+func tailOldUnfinishedStreamsReadTheDatabase(t *testing.T, e *env) {
+	// Retention closes unfinished streams an hour old; past half of that the
+	// tail stops answering, however recently the stream was written.
+	j, c := e.tailed("a", func(o *journal.Options) { o.UnfinishedMaxAge = time.Hour })
+	w := e.openLog(j, "s1", quiet)
+	structural(t, e, w, 2)
+	e.clock.Advance(20 * time.Minute)
+	structural(t, e, w, 1)
+	if n := c.during(func() { e.wantFollow(j, "s1", 0, 2, 3, false) }); n != 1 {
+		t.Fatalf("a 20-minute-old stream: %d driver reads, want 1 (past the tail's end)", n)
+	}
+	e.clock.Advance(11 * time.Minute)
+	structural(t, e, w, 1)
+	if n := c.during(func() { e.wantFollow(j, "s1", 0, 2, 4, false) }); n != 3 {
+		t.Fatalf("a 31-minute-old stream: %d driver reads, want every read (3)", n)
+	}
+}
+
+// tailBudgetDropsOldestRows is the case "Tail/BudgetDropsOldestRows": budget drops oldest rows.
+func tailBudgetDropsOldestRows(t *testing.T, e *env) {
+	// About 180 bytes a row and a stream may hold an eighth of 4 KiB: a few rows.
+	j, c := e.tailed("a", func(o *journal.Options) { o.TailBytes = 4096 })
+	w := e.openLog(j, "s1", quiet)
+	for range 10 {
+		structural(t, e, w, 3)
+	}
+	must(t, "Close", w.Close(e.ctx))
+	must(t, "FinishStream", j.FinishStream(e.ctx, "s1"))
+	if n := c.during(func() { e.wantFollow(j, "s1", 29, 500, 30, true) }); n != 0 {
+		t.Fatalf("the newest row took %d driver reads, want 0", n)
+	}
+	if c.during(func() { e.wantFollow(j, "s1", 0, 7, 30, true) }) == 0 {
+		t.Fatal("rows beyond the budget were served without the database")
 	}
 }
