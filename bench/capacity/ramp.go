@@ -25,6 +25,10 @@ type RampOptions struct {
 	ToolShare float64
 	// Threshold is the token delay the p99 must stay within. Default 50ms.
 	Threshold time.Duration
+	// StartThreshold is the p99 from a conversation's request to its first frame that a
+	// level must stay within: a server that takes in conversations late is not holding
+	// them, however well it streams the ones it took. Default 1s.
+	StartThreshold time.Duration
 	// Start is the first level's number of concurrent conversations. Default 50.
 	Start int
 	// Max is the largest level tried. Default 4000.
@@ -63,6 +67,9 @@ func (o *RampOptions) defaults() error {
 	if o.Threshold == 0 {
 		o.Threshold = 50 * time.Millisecond
 	}
+	if o.StartThreshold == 0 {
+		o.StartThreshold = time.Second
+	}
 	if o.Start == 0 {
 		o.Start = 50
 	}
@@ -84,7 +91,7 @@ func (o *RampOptions) defaults() error {
 	if o.Budget == 0 {
 		o.Budget = 2 * time.Minute
 	}
-	if o.Threshold < 0 || o.Start < 1 || o.Max < o.Start || o.Growth <= 1 || o.Refine < 0 || o.Warmup < 0 || o.Window <= 0 || o.Budget < 0 {
+	if o.Threshold < 0 || o.StartThreshold < 0 || o.Start < 1 || o.Max < o.Start || o.Growth <= 1 || o.Refine < 0 || o.Warmup < 0 || o.Window <= 0 || o.Budget < 0 {
 		return fmt.Errorf("capacity: bad ramp options (threshold %s, start %d, max %d, growth %g, refine %d, warmup %s, window %s, budget %s)",
 			o.Threshold, o.Start, o.Max, o.Growth, o.Refine, o.Warmup, o.Window, o.Budget)
 	}
@@ -389,7 +396,8 @@ func (ld *loader) window(ctx context.Context, n int, probe Probe, base Snapshot,
 	if len(lv.ErrorText) > 5 {
 		lv.ErrorText = lv.ErrorText[:5]
 	}
-	lv.OK = lv.Errors == 0 && lv.Tokens > 0 && float64(lv.DelayP99) <= ms(ld.opts.Threshold)
+	lv.OK = lv.Errors == 0 && lv.Tokens > 0 && float64(lv.DelayP99) <= ms(ld.opts.Threshold) &&
+		float64(lv.StartP99) <= ms(ld.opts.StartThreshold)
 	return lv, nil
 }
 

@@ -67,6 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&o.Ramp.Pace.FirstToken, "first-token", 500, "the model's time to first token, ms")
 	fs.Float64Var(&o.Ramp.ToolShare, "tool-share", 0.2, "share of conversations that call a tool (with an approval on durable flows); 0 for none")
 	fs.DurationVar(&o.Ramp.Threshold, "threshold", 50*time.Millisecond, "token delay p99 a level must stay within")
+	fs.DurationVar(&o.Ramp.StartThreshold, "start-threshold", time.Second, "request → first frame p99 a level must stay within")
 	fs.IntVar(&o.Ramp.Start, "start", 50, "concurrent conversations of the first level")
 	fs.IntVar(&o.Ramp.Max, "max", 4000, "largest level")
 	fs.Float64Var(&o.Ramp.Growth, "growth", 1.5, "level growth while the p99 is under half the threshold")
