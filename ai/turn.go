@@ -10,9 +10,9 @@ import (
 
 // streamTurn calls the provider and turns its chunks into events as they arrive, and
 // returns the assembled turn.
-func (s *loopState) streamTurn(ctx context.Context, stepName string, req Request) (turn, error) {
+func (s *loopState) streamTurn(ctx context.Context, stepName string, req *Request) (turn, error) {
 	b := &turnBuilder{s: s, open: -1}
-	for chunk, err := range s.r.agent.model.Provider().Stream(ctx, req) {
+	for chunk, err := range s.r.agent.model.Provider().Stream(ctx, *req) {
 		if err != nil {
 			if ctx.Err() != nil {
 				return turn{}, ctx.Err()
