@@ -2,17 +2,27 @@ package ai
 
 import (
 	"context"
+	"iter"
 	"strconv"
 	"strings"
 
 	"github.com/bbc28f59/engine/ai/agui"
 )
 
+// stream asks the provider for req's stream. It is kept out of streamTurn, under whose
+// frame the goroutine waits on the model, so the copies of req the call makes are not
+// in that frame (see modelTurn).
+//
+//go:noinline
+func (s *loopState) stream(ctx context.Context, req *Request) iter.Seq2[Chunk, error] {
+	return s.r.agent.model.Provider().Stream(ctx, *req)
+}
+
 // streamTurn calls the provider and turns its chunks into events as they arrive, and
 // returns the assembled turn.
 func (s *loopState) streamTurn(ctx context.Context, stepName string, req *Request) (turn, error) {
 	b := &turnBuilder{s: s, open: -1}
-	for chunk, err := range s.r.agent.model.Provider().Stream(ctx, *req) {
+	for chunk, err := range s.stream(ctx, req) {
 		if err != nil {
 			if ctx.Err() != nil {
 				return turn{}, ctx.Err()
