@@ -166,7 +166,7 @@ func (s *loopState) run() {
 			s.fail(err)
 			return
 		}
-		s.remember(&t)
+		s.remember(t)
 		if c, ok := r.agent.model.Cost(t.Usage); ok {
 			s.cost += c
 		}
@@ -262,8 +262,9 @@ func addInt(p *int64, n int64) *int64 {
 }
 
 // modelCall asks the model for the next turn, streaming its events live; in a durable run
-// the turn is a journal step, so a replay returns it without calling the model.
-func (s *loopState) modelCall(stepName string) (turn, error) {
+// the turn is a journal step, so a replay returns it without calling the model. The turn
+// is returned by pointer, so no frame the model wait sits under holds a copy of it.
+func (s *loopState) modelCall(stepName string) (*turn, error) {
 	r := s.r
 	m := s.newModelTurn(stepName)
 	var raw json.RawMessage
@@ -274,10 +275,10 @@ func (s *loopState) modelCall(stepName string) (turn, error) {
 		raw, err = m.call(s.ctx)
 	}
 	if err != nil {
-		return turn{}, err
+		return nil, err
 	}
 	if m.called {
-		return m.live, nil
+		return &m.live, nil
 	}
 	return s.replayTurn(raw)
 }
@@ -309,11 +310,9 @@ func (s *loopState) newModelTurn(stepName string) *modelTurn {
 //go:noinline
 func (m *modelTurn) call(ctx context.Context) (json.RawMessage, error) {
 	m.called = true
-	t, err := m.s.streamTurn(ctx, m.stepName, m.req)
-	if err != nil {
+	if err := m.s.streamTurn(ctx, m.stepName, m.req, &m.live); err != nil {
 		return nil, err
 	}
-	m.live = t
 	if m.s.r.durable == nil {
 		return nil, nil // nothing records it: no need to encode
 	}
@@ -341,10 +340,10 @@ func (t *turn) record() (json.RawMessage, error) {
 // replayTurn decodes a recorded turn and takes the message and tool call ids it used.
 //
 //go:noinline
-func (s *loopState) replayTurn(raw json.RawMessage) (turn, error) {
-	var t turn
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return turn{}, fmt.Errorf("ai: decoding recorded turn: %w", err)
+func (s *loopState) replayTurn(raw json.RawMessage) (*turn, error) {
+	t := new(turn)
+	if err := json.Unmarshal(raw, t); err != nil {
+		return nil, fmt.Errorf("ai: decoding recorded turn: %w", err)
 	}
 	// A replayed turn keeps the numbering of message ids and the tool call ids it used.
 	n := t.TextIDs

@@ -19,15 +19,16 @@ func (s *loopState) stream(ctx context.Context, req *Request) iter.Seq2[Chunk, e
 }
 
 // streamTurn calls the provider and turns its chunks into events as they arrive, and
-// returns the assembled turn.
-func (s *loopState) streamTurn(ctx context.Context, stepName string, req *Request) (turn, error) {
+// stores the assembled turn in into (untouched on an error): a turn returned by value
+// would take room in the frames the goroutine waits on the model under.
+func (s *loopState) streamTurn(ctx context.Context, stepName string, req *Request, into *turn) error {
 	b := &turnBuilder{s: s, open: -1}
 	for chunk, err := range s.stream(ctx, req) {
 		if err != nil {
 			if ctx.Err() != nil {
-				return turn{}, ctx.Err()
+				return ctx.Err()
 			}
-			return turn{}, &stopError{code: CodeProviderError, msg: err.Error()}
+			return &stopError{code: CodeProviderError, msg: err.Error()}
 		}
 		if chunk.Reasoning != nil {
 			b.reason(*chunk.Reasoning)
@@ -37,7 +38,7 @@ func (s *loopState) streamTurn(ctx context.Context, stepName string, req *Reques
 		}
 		if chunk.ToolCall != nil {
 			if err := b.toolCall(*chunk.ToolCall); err != nil {
-				return turn{}, err
+				return err
 			}
 		}
 		if chunk.Usage != nil {
@@ -48,9 +49,10 @@ func (s *loopState) streamTurn(ctx context.Context, stepName string, req *Reques
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return turn{}, err
+		return err
 	}
-	return b.finish(), nil
+	*into = b.finish()
+	return nil
 }
 
 // turnBuilder assembles one streamed turn and emits its events in an order every AG-UI
