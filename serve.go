@@ -37,6 +37,25 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.serveEngine(w, r, path)
 		return
 	}
+	t := a.route(w, r, path)
+	if t == nil {
+		return
+	}
+	if t.extra != nil {
+		t.extra.ServeHTTP(w, r)
+		return
+	}
+	a.serveFlow(w, r, t.binding, true)
+}
+
+// route finds the route of r's method and path and sets the path's parameters on r;
+// when no route takes them it answers 405 naming the methods allowed when the path is
+// found, else 404, and returns nil. It is kept out of ServeHTTP, under whose frame every
+// request runs: a goroutine's stack grows with the deepest it ever gets, and a stream
+// holds its stack for as long as it is open.
+//
+//go:noinline
+func (a *App) route(w http.ResponseWriter, r *http.Request, path string) *routeTarget {
 	var room [4]string // the path's parameters, without a slice on the heap
 	t, vals, found, allow := a.router.match(r.Method, path, room[:0])
 	if t == nil {
@@ -44,19 +63,15 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
 			a.writeError(w, r, nil, NewError(CodeMethodNotAllowed, map[string]any{
 				"message": fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path), "allow": allow}))
-			return
+			return nil
 		}
 		a.writeError(w, r, nil, NotFound("no route %s %s", r.Method, r.URL.Path))
-		return
+		return nil
 	}
 	for i, name := range t.params {
 		r.SetPathValue(name, vals[i])
 	}
-	if t.extra != nil {
-		t.extra.ServeHTTP(w, r)
-		return
-	}
-	a.serveFlow(w, r, t.binding, true)
+	return t
 }
 
 // serveEngine serves a path under /_engine/: the descriptor, an RPC call, or a route

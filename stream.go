@@ -150,9 +150,41 @@ func (s *eventStream) open(hold bool) *httpx.SSEWriter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sse == nil {
-		s.sse = httpx.NewSSEWriter(s.w, httpx.SSEOptions{HoldHeaders: hold})
+		if hold {
+			s.sse = httpx.NewSSEWriter(s.w, httpx.SSEOptions{HoldHeaders: true})
+		} else {
+			s.sse = openSSE(s.w)
+		}
 	}
 	return s.sse
+}
+
+// openSSE opens an SSE writer on w, sending the status and headers, on a goroutine of
+// its own, and waits for it. net/http writes the headers under a frame of nearly 3 KiB,
+// and a stream is opened deep in its handler, under the engine's, the interceptors' and
+// the journal's frames: sent from there, the headers would double the stack the
+// handler's goroutine keeps for as long as the stream is open (the runtime shrinks an
+// idle goroutine's stack only when a quarter of it holds what is in use). A panic is
+// raised again in the caller, where net/http recovers it.
+func openSSE(w http.ResponseWriter) *httpx.SSEWriter {
+	type opened struct {
+		sse   *httpx.SSEWriter
+		panic any
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		var o opened
+		defer func() {
+			o.panic = recover()
+			ch <- o
+		}()
+		o.sse = httpx.NewSSEWriter(w, httpx.SSEOptions{})
+	}()
+	o := <-ch
+	if o.panic != nil {
+		panic(o.panic)
+	}
+	return o.sse
 }
 
 func (s *eventStream) opened() bool {

@@ -190,7 +190,7 @@ func (s *loopState) run() {
 			s.fail(err)
 			return
 		}
-		s.history = append(s.history, Message{Role: RoleAssistant, Content: t.Text, ToolCalls: sendable(t.ToolCalls), Reasoning: t.Reasoning})
+		s.remember(t)
 		if c, ok := r.agent.model.Cost(t.Usage); ok {
 			s.cost += c
 		}
@@ -241,6 +241,14 @@ func (s *loopState) run() {
 	}
 }
 
+// remember adds the model's turn to the conversation. It is kept out of run, under whose
+// frame the goroutine waits on the model (see modelTurn).
+//
+//go:noinline
+func (s *loopState) remember(t *turn) {
+	s.history = append(s.history, Message{Role: RoleAssistant, Content: t.Text, ToolCalls: sendable(t.ToolCalls), Reasoning: t.Reasoning})
+}
+
 // openStep emits STEP_STARTED once per step and segment: a resumed run reopens the step
 // it parked in before its first live event.
 func (s *loopState) openStep(name string) {
@@ -278,53 +286,113 @@ func addInt(p *int64, n int64) *int64 {
 }
 
 // modelCall asks the model for the next turn, streaming its events live; in a durable run
-// the turn is a journal step, so a replay returns it without calling the model.
-func (s *loopState) modelCall(stepName string) (turn, error) {
+// the turn is a journal step, so a replay returns it without calling the model. The turn
+// is returned by pointer, so no frame the model wait sits under holds a copy of it.
+func (s *loopState) modelCall(stepName string) (*turn, error) {
 	r := s.r
-	req := Request{Model: r.agent.model.ModelID(), System: r.systemPrompt(), Messages: s.history, Tools: r.tools,
-		Reasoning: r.agent.model.reasoning}
-	if st := r.agent.output; st != nil {
-		st.apply(&req, r.agent.model.Provider())
-	}
-	called := false
-	var live turn
-	call := func(ctx context.Context) (json.RawMessage, error) {
-		called = true
-		var end func(ModelCallEnd)
-		if s.obs != nil {
-			ctx, end = s.obs.ModelCall(ctx, ModelCallInfo{Agent: r.agent.name, Provider: r.agent.model.Provider().Name(), Step: s.step, Request: &req})
-		}
-		t, err := s.streamTurn(ctx, stepName, req)
-		if end != nil {
-			e := ModelCallEnd{Text: t.Text, ToolCalls: t.ToolCalls, FinishReason: t.Finish, Usage: t.Usage, Err: err}
-			e.Cost, _ = r.agent.model.Cost(t.Usage)
-			end(e)
-		}
-		if err != nil {
-			return nil, err
-		}
-		live = t
-		if r.durable == nil {
-			return nil, nil // nothing records it: no need to encode
-		}
-		return t.appendJSON(make([]byte, 0, len(t.Text)+len(t.Text)/8+128))
-	}
+	m := s.newModelTurn(stepName)
 	var raw json.RawMessage
 	var err error
 	if r.durable != nil {
-		raw, err = r.durable.Step(s.ctx, "model:"+r.agent.name+":"+stepName, call)
+		raw, err = r.durable.Step(s.ctx, "model:"+r.agent.name+":"+stepName, m.call)
 	} else {
-		raw, err = call(s.ctx)
+		raw, err = m.call(s.ctx)
 	}
 	if err != nil {
-		return turn{}, err
+		return nil, err
 	}
-	if called {
-		return live, nil
+	if m.called {
+		return &m.live, nil
 	}
-	var t turn
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return turn{}, fmt.Errorf("ai: decoding recorded turn: %w", err)
+	return s.replayTurn(raw)
+}
+
+// The helpers of modelCall below keep its frame, and the frames under it, small: the
+// goroutine waits on the model under them, and its stack stays as small as a plain
+// stream's only if the deepest it ever gets stays small.
+
+// modelTurn is one model call: its request and, once the model was called, the turn it
+// streamed. It lives on the heap, not in modelCall's frame.
+type modelTurn struct {
+	s        *loopState
+	stepName string
+	req      *Request
+	called   bool
+	live     turn
+}
+
+// newModelTurn prepares the run's next model call.
+//
+//go:noinline
+func (s *loopState) newModelTurn(stepName string) *modelTurn {
+	return &modelTurn{s: s, stepName: stepName, req: s.request()}
+}
+
+// call asks the model, streaming its events live, and returns the turn's encoding when a
+// journal records it.
+//
+//go:noinline
+func (m *modelTurn) call(ctx context.Context) (json.RawMessage, error) {
+	m.called = true
+	if m.s.obs != nil {
+		return m.observed(ctx)
+	}
+	if err := m.s.streamTurn(ctx, m.stepName, m.req, &m.live); err != nil {
+		return nil, err
+	}
+	return m.encode()
+}
+
+// observed is call under the run's observer ([WithObserver]), which sees the call begin
+// and end.
+//
+//go:noinline
+func (m *modelTurn) observed(ctx context.Context) (json.RawMessage, error) {
+	s, r := m.s, m.s.r
+	ctx, end := s.obs.ModelCall(ctx, ModelCallInfo{Agent: r.agent.name, Provider: r.agent.model.Provider().Name(), Step: s.step, Request: m.req})
+	err := s.streamTurn(ctx, m.stepName, m.req, &m.live)
+	e := ModelCallEnd{Text: m.live.Text, ToolCalls: m.live.ToolCalls, FinishReason: m.live.Finish, Usage: m.live.Usage, Err: err}
+	e.Cost, _ = r.agent.model.Cost(m.live.Usage)
+	end(e)
+	if err != nil {
+		return nil, err
+	}
+	return m.encode()
+}
+
+// encode is the turn's encoding when a journal records it.
+func (m *modelTurn) encode() (json.RawMessage, error) {
+	if m.s.r.durable == nil {
+		return nil, nil // nothing records it: no need to encode
+	}
+	return m.live.record()
+}
+
+// request is the request of the run's next model call.
+func (s *loopState) request() *Request {
+	r := s.r
+	req := &Request{Model: r.agent.model.ModelID(), System: r.systemPrompt(), Messages: s.history, Tools: r.tools,
+		Reasoning: r.agent.model.reasoning}
+	if st := r.agent.output; st != nil {
+		st.apply(req, r.agent.model.Provider())
+	}
+	return req
+}
+
+// record encodes the turn as its step's result.
+//
+//go:noinline
+func (t *turn) record() (json.RawMessage, error) {
+	return t.appendJSON(make([]byte, 0, len(t.Text)+len(t.Text)/8+128))
+}
+
+// replayTurn decodes a recorded turn and takes the message and tool call ids it used.
+//
+//go:noinline
+func (s *loopState) replayTurn(raw json.RawMessage) (*turn, error) {
+	t := new(turn)
+	if err := json.Unmarshal(raw, t); err != nil {
+		return nil, fmt.Errorf("ai: decoding recorded turn: %w", err)
 	}
 	// A replayed turn keeps the numbering of message ids and the tool call ids it used.
 	n := t.TextIDs

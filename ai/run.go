@@ -124,12 +124,17 @@ func Stream(fx *engine.Fx, agent *AgentDef, input any, out *engine.Stream[agui.E
 	if err != nil {
 		return RunResult{}, refuse(err, func() wire { return aguiWire{out.SSE()} }, out)
 	}
-	return r.streamTo(out.Live(), aguiWire{out.SSE()}, out)
+	if err := r.streamTo(out.Live(), aguiWire{out.SSE()}, out); err != nil {
+		return RunResult{}, err
+	}
+	return r.result, nil
 }
 
 // streamTo runs the prepared run in a streaming flow's handler, writing its events to w,
-// ends the stream (its Done), and returns what [Stream] returns.
-func (r *AgentRun) streamTo(live bool, w wire, stream interface{ Done() error }) (RunResult, error) {
+// ends the stream (its Done), and returns the error [Stream] returns; without one, Stream
+// returns r.result. (Only the error: the stream opens under this frame and its caller's,
+// and a result held in each would grow the stack the handler keeps while it waits.)
+func (r *AgentRun) streamTo(live bool, w wire, stream interface{ Done() error }) error {
 	r.live = live
 	ctx := r.fx.Context()
 	if r.agent.continueOnDisconnect && r.durable != nil {
@@ -140,17 +145,15 @@ func (r *AgentRun) streamTo(live bool, w wire, stream interface{ Done() error })
 	switch {
 	case r.follow != nil && r.err == nil && len(r.interrupts) > 0 && !live:
 		// Nobody saw the interrupts: answer as a call whose run parks, naming that run.
-		return RunResult{}, r.parkedAgain()
+		return r.parkedAgain()
 	case r.follow != nil && r.err == nil:
 		// A resume's own flow run ends here even when the run it relayed parked again:
 		// that run waits under its own id, answered by the next resume.
-		return r.result, nil
+		return nil
 	case r.parked:
-		return RunResult{}, fmt.Errorf("%w: agent %s waits for approval", engine.ErrParked, r.agent.name)
-	case r.err != nil:
-		return RunResult{}, r.err
+		return fmt.Errorf("%w: agent %s waits for approval", engine.ErrParked, r.agent.name)
 	}
-	return r.result, nil
+	return r.err
 }
 
 // prepare checks the agent and the input and begins the run: its id (a step, so a

@@ -3,26 +3,37 @@ package ai
 import (
 	"context"
 	"errors"
+	"iter"
 	"strconv"
 	"strings"
 
 	"github.com/bbc28f59/engine/ai/agui"
 )
 
+// stream asks the provider for req's stream. It is kept out of streamTurn, under whose
+// frame the goroutine waits on the model, so the copies of req the call makes are not
+// in that frame (see modelTurn).
+//
+//go:noinline
+func (s *loopState) stream(ctx context.Context, req *Request) iter.Seq2[Chunk, error] {
+	return s.r.agent.model.stream(ctx, *req)
+}
+
 // streamTurn calls the provider and turns its chunks into events as they arrive, and
-// returns the assembled turn.
-func (s *loopState) streamTurn(ctx context.Context, stepName string, req Request) (turn, error) {
+// stores the assembled turn in into (untouched on an error): a turn returned by value
+// would take room in the frames the goroutine waits on the model under.
+func (s *loopState) streamTurn(ctx context.Context, stepName string, req *Request, into *turn) error {
 	b := &turnBuilder{s: s, open: -1}
-	for chunk, err := range s.r.agent.model.stream(ctx, req) {
+	for chunk, err := range s.stream(ctx, req) {
 		if err != nil {
 			if ctx.Err() != nil {
 				b.cut(ctx)
-				return turn{}, ctx.Err()
+				return ctx.Err()
 			}
 			if tooLarge := (*ReplyTooLargeError)(nil); errors.As(err, &tooLarge) {
-				return turn{}, &stopError{code: CodeReplyTooLarge, msg: err.Error()}
+				return &stopError{code: CodeReplyTooLarge, msg: err.Error()}
 			}
-			return turn{}, &stopError{code: CodeProviderError, msg: err.Error()}
+			return &stopError{code: CodeProviderError, msg: err.Error()}
 		}
 		if chunk.Reasoning != nil {
 			b.reason(*chunk.Reasoning)
@@ -32,7 +43,7 @@ func (s *loopState) streamTurn(ctx context.Context, stepName string, req Request
 		}
 		if chunk.ToolCall != nil {
 			if err := b.toolCall(*chunk.ToolCall); err != nil {
-				return turn{}, err
+				return err
 			}
 		}
 		if chunk.Usage != nil {
@@ -44,9 +55,10 @@ func (s *loopState) streamTurn(ctx context.Context, stepName string, req Request
 	}
 	if err := ctx.Err(); err != nil {
 		b.cut(ctx)
-		return turn{}, err
+		return err
 	}
-	return b.finish(), nil
+	*into = b.finish()
+	return nil
 }
 
 // cut ends the turn a stop cut off: the open message, reasoning or tool call gets its

@@ -62,7 +62,10 @@ func StreamUI(fx *engine.Fx, agent *AgentDef, req uimessage.Request, out *engine
 		}, out)
 	}
 	out.Header().Set(uimessage.Header, uimessage.HeaderValue)
-	return r.streamTo(out.Live(), &uiWire{sse: out.SSE(), enc: enc}, out)
+	if err := r.streamTo(out.Live(), &uiWire{sse: out.SSE(), enc: enc}, out); err != nil {
+		return RunResult{}, err
+	}
+	return r.result, nil
 }
 
 // uiWire writes a run's events as UI message chunks; the frames carry no id, since the

@@ -39,34 +39,46 @@ func (r *runner) wrap(def *engine.FlowDef, next engine.HandlerFunc) engine.Handl
 		// A flow called by a durable run takes its run id from the call: a replay that
 		// calls it again finds the run and attaches to it instead of starting another.
 		id, _ := fx.ClaimRunID()
-		input, err := json.Marshal(in)
-		if err != nil {
-			return nil, fmt.Errorf("durable: encoding input of durable flow %s: %w", def.ID(), err)
-		}
-		principal, err := json.Marshal(fx.Principal())
-		if err != nil {
-			return nil, err
-		}
-		run, err := r.j.Begin(fx.Context(), journal.NewRun{ID: id, Flow: def.ID(), Input: input, Principal: principal, Tenant: fx.Tenant()})
+		run, err := r.begin(fx, def, id, in)
 		if errors.Is(err, journal.ErrConflict) && id != "" {
 			return r.attach(fx, def, id, next, in)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("durable: beginning durable run of %s: %w", def.ID(), err)
+			return nil, err
 		}
 		return r.execute(fx, run, next, in)
 	}
 }
 
+// begin begins the durable run of a call of def with input in under id ("" for a new
+// one). It is kept out of wrap's handler, under whose frame the whole call runs: a
+// goroutine's stack grows with the deepest it ever gets, and an agent run waits on its
+// model for minutes under that frame.
+//
+//go:noinline
+func (r *runner) begin(fx *engine.Fx, def *engine.FlowDef, id string, in any) (*journal.Run, error) {
+	input, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("durable: encoding input of durable flow %s: %w", def.ID(), err)
+	}
+	principal, err := json.Marshal(fx.Principal())
+	if err != nil {
+		return nil, err
+	}
+	run, err := r.j.Begin(fx.Context(), journal.NewRun{ID: id, Flow: def.ID(), Input: input, Principal: principal, Tenant: fx.Tenant()})
+	if errors.Is(err, journal.ErrConflict) && id != "" {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("durable: beginning durable run of %s: %w", def.ID(), err)
+	}
+	return run, nil
+}
+
 // execute runs the handler under run, which this instance holds, and records how the
 // execution ended.
 func (r *runner) execute(fx *engine.Fx, run *journal.Run, next engine.HandlerFunc, in any) (any, error) {
-	e, ok := execKey.Call(fx)
-	if !ok || e.run != run {
-		e = &execution{run: run}
-		execKey.Set(fx, e)
-	}
-	fx = fx.WithContext(run.CallContext(fx.Context()))
+	fx, e := enter(fx, run)
 	defer failOnPanic(fx.Context(), run)
 	out, err := next(fx, in)
 	err = r.endRun(fx, e, out, err)
@@ -74,6 +86,19 @@ func (r *runner) execute(fx *engine.Fx, run *journal.Run, next engine.HandlerFun
 		fx.SetMeta("runId", run.ID) // the parked reply names the run, to find it again
 	}
 	return out, err
+}
+
+// enter returns the call's context under run and the execution of run it belongs to.
+// It is kept out of execute, under whose frame the whole handler runs (see begin).
+//
+//go:noinline
+func enter(fx *engine.Fx, run *journal.Run) (*engine.Fx, *execution) {
+	e, ok := execKey.Call(fx)
+	if !ok || e.run != run {
+		e = &execution{run: run}
+		execKey.Set(fx, e)
+	}
+	return fx.WithContext(run.CallContext(fx.Context())), e
 }
 
 // failOnPanic, deferred around a durable handler, fails its run when the handler panics

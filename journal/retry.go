@@ -51,6 +51,15 @@ func (j *Journal) persist(ctx context.Context, what string, write func() error, 
 	if !transient(ctx, err) {
 		return err
 	}
+	return j.retry(ctx, what, err, write, landed)
+}
+
+// retry is persist after write failed with the transient err. It is kept out of
+// persist, under which every write runs: a goroutine's stack grows with the deepest it
+// ever gets, and an agent stream waits on its model for minutes with that stack.
+//
+//go:noinline
+func (j *Journal) retry(ctx context.Context, what string, err error, write func() error, landed func(err error) bool) error {
 	j.fault()
 	deadline := time.Now().Add(j.opts.WriteRetry)
 	delay := retryFirst

@@ -164,21 +164,42 @@ func (r *Run) step(ctx context.Context, name string, fn func(ctx context.Context
 	pos := r.next
 	r.next++
 	if pos < len(r.steps) {
-		s := r.steps[pos]
 		r.mu.Unlock()
-		if s.Name != name {
-			return nil, fmt.Errorf("%w: run %s position %d recorded step %q, replay asked for %q",
-				ErrNonDeterministic, r.ID, pos, s.Name, name)
-		}
-		if s.Error != "" {
-			return nil, &StepError{Step: s.Name, Message: s.Error}
-		}
-		return s.Result, nil
+		return r.replayed(pos, name)
 	}
 	f := r.fence
 	r.mu.Unlock()
 
 	out, err := fn(callkey.With(ctx, callkey.ForStep(r.ID, pos)))
+	return r.record(ctx, pos, f, name, out, err, opens)
+}
+
+// replayed is the recorded step at position pos (recorded steps are only appended to),
+// asked for again as name.
+//
+// It and [Run.record] are kept out of step so that the frame under a step's function,
+// which stays on the stack while fn waits (an agent's model call waits there for its
+// model), is small: a goroutine's stack shrinks back only when little of it is in use.
+//
+//go:noinline
+func (r *Run) replayed(pos int, name string) (json.RawMessage, error) {
+	r.mu.Lock()
+	s := r.steps[pos]
+	r.mu.Unlock()
+	if s.Name != name {
+		return nil, fmt.Errorf("%w: run %s position %d recorded step %q, replay asked for %q",
+			ErrNonDeterministic, r.ID, pos, s.Name, name)
+	}
+	if s.Error != "" {
+		return nil, &StepError{Step: s.Name, Message: s.Error}
+	}
+	return s.Result, nil
+}
+
+// record writes the step at position pos, which fn ran to out and err, under fence f.
+//
+//go:noinline
+func (r *Run) record(ctx context.Context, pos int, f Fence, name string, out json.RawMessage, err error, opens func() []Stream) (json.RawMessage, error) {
 	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, ErrLeaseLost) || ctx.Err() != nil) {
 		r.unrecorded(pos, err)
@@ -483,11 +504,20 @@ func (r *Run) CreateLogStep(ctx context.Context, name string, newStream func() S
 	if fresh {
 		return r.j.openLogWriter(ctx, s, r, 0, true, opts)
 	}
+	return r.reopenLog(ctx, name, out, newStream, opts)
+}
+
+// reopenLog is CreateLogStep replaying its step, which recorded out: the log is the
+// stream the step created. It is kept out of CreateLogStep for the reason of
+// [Run.replayed].
+//
+//go:noinline
+func (r *Run) reopenLog(ctx context.Context, name string, out json.RawMessage, newStream func() Stream, opts LogOptions) (*LogWriter, error) {
 	var id string
 	if err := json.Unmarshal(out, &id); err != nil || id == "" {
 		return nil, fmt.Errorf("journal: step %q of run %s recorded %s, not a stream id", name, r.ID, out)
 	}
-	s = newStream()
+	s := newStream()
 	s.ID, s.RunID = id, r.ID
 	return r.j.CreateLog(ctx, s, r, opts)
 }

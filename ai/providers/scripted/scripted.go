@@ -63,7 +63,7 @@ func (p *Provider) Name() string { return p.name }
 // Stream plays the turn chosen for req.
 func (p *Provider) Stream(ctx context.Context, req ai.Request) iter.Seq2[ai.Chunk, error] {
 	return func(yield func(ai.Chunk, error) bool) {
-		turn, err := p.pick(req)
+		turn, err := p.pick(&req)
 		if err != nil {
 			yield(ai.Chunk{}, err)
 			return
@@ -83,18 +83,21 @@ func (p *Provider) Stream(ctx context.Context, req ai.Request) iter.Seq2[ai.Chun
 	}
 }
 
-func (p *Provider) pick(req ai.Request) (Turn, error) {
+// pick is the turn to play for req, by pointer: the stream waits under its frame, which
+// holding a whole Turn would make as large again.
+func (p *Provider) pick(req *ai.Request) (*Turn, error) {
 	if p == nil || (p.fn == nil && p.turns == nil) {
-		return Turn{}, errors.New("scripted: provider has no script")
+		return nil, errors.New("scripted: provider has no script")
 	}
 	if p.fn != nil {
-		return p.fn(req), nil
+		t := p.fn(*req)
+		return &t, nil
 	}
 	n := AssistantTurns(req.Messages)
 	if n >= len(p.turns) {
-		return Turn{}, fmt.Errorf("scripted: no turn %d: the script has %d turns", n+1, len(p.turns))
+		return nil, fmt.Errorf("scripted: no turn %d: the script has %d turns", n+1, len(p.turns))
 	}
-	return p.turns[n], nil
+	return &p.turns[n], nil
 }
 
 // AssistantTurns counts the assistant messages in msgs: the index of the turn a script plays next.
@@ -129,18 +132,13 @@ func wait(ctx context.Context, d time.Duration) error {
 // chunks lays a turn out as the stream a real provider would send: reasoning, words, then each tool call as a head
 // (id and name) and its arguments in two pieces, then usage and finish reason. It yields them one at a time, so a
 // long turn costs no slice of chunks.
-func chunks(t Turn) iter.Seq[ai.Chunk] {
+//
+// Everything but the text is laid out by helpers kept out of line, so the frame a stream
+// waits under (the delay comes before every chunk) stays small.
+func chunks(t *Turn) iter.Seq[ai.Chunk] {
 	return func(yield func(ai.Chunk) bool) {
-		for i, r := range t.Reasoning {
-			for w := range strings.SplitAfterSeq(r.Text, " ") {
-				if w != "" && !yield(ai.Chunk{Reasoning: &ai.ReasoningDelta{Index: i, Text: w}}) {
-					return
-				}
-			}
-			if (r.Signature != "" || r.Redacted != "" || r.Text == "") &&
-				!yield(ai.Chunk{Reasoning: &ai.ReasoningDelta{Index: i, Signature: r.Signature, Redacted: r.Redacted}}) {
-				return
-			}
+		if len(t.Reasoning) > 0 && !reasoningChunks(t, yield) {
+			return
 		}
 		if t.Text != "" {
 			for w := range strings.SplitAfterSeq(t.Text, " ") { // after each space: the words join back to Text
@@ -149,31 +147,66 @@ func chunks(t Turn) iter.Seq[ai.Chunk] {
 				}
 			}
 		}
-		for i, call := range t.ToolCalls {
-			args := call.Arguments
-			if args == "" {
-				args = "{}"
-			}
-			half := len(args) / 2
-			if !yield(ai.Chunk{ToolCall: &ai.ToolCallDelta{Index: i, ID: call.ID, Name: call.Name, ArgsDelta: args[:half]}}) ||
-				!yield(ai.Chunk{ToolCall: &ai.ToolCallDelta{Index: i, ArgsDelta: args[half:]}}) {
-				return
-			}
-		}
-		if t.Err != nil {
+		if len(t.ToolCalls) > 0 && !toolCallChunks(t, yield) {
 			return
 		}
-		last := ai.Chunk{FinishReason: t.FinishReason}
-		if last.FinishReason == "" {
-			last.FinishReason = "stop"
-			if len(t.ToolCalls) > 0 {
-				last.FinishReason = "tool_calls"
+		if t.Err == nil {
+			lastChunk(t, yield)
+		}
+	}
+}
+
+// reasoningChunks yields t's reasoning deltas; false means yield asked to stop.
+//
+//go:noinline
+func reasoningChunks(t *Turn, yield func(ai.Chunk) bool) bool {
+	for i, r := range t.Reasoning {
+		for w := range strings.SplitAfterSeq(r.Text, " ") {
+			if w != "" && !yield(ai.Chunk{Reasoning: &ai.ReasoningDelta{Index: i, Text: w}}) {
+				return false
 			}
 		}
-		if !t.Usage.IsZero() {
-			u := t.Usage
-			last.Usage = &u
+		if (r.Signature != "" || r.Redacted != "" || r.Text == "") &&
+			!yield(ai.Chunk{Reasoning: &ai.ReasoningDelta{Index: i, Signature: r.Signature, Redacted: r.Redacted}}) {
+			return false
 		}
-		yield(last)
 	}
+	return true
+}
+
+// toolCallChunks yields each of t's tool calls as a head and its arguments in two
+// pieces; false means yield asked to stop.
+//
+//go:noinline
+func toolCallChunks(t *Turn, yield func(ai.Chunk) bool) bool {
+	for i, call := range t.ToolCalls {
+		args := call.Arguments
+		if args == "" {
+			args = "{}"
+		}
+		half := len(args) / 2
+		if !yield(ai.Chunk{ToolCall: &ai.ToolCallDelta{Index: i, ID: call.ID, Name: call.Name, ArgsDelta: args[:half]}}) ||
+			!yield(ai.Chunk{ToolCall: &ai.ToolCallDelta{Index: i, ArgsDelta: args[half:]}}) {
+			return false
+		}
+	}
+	return true
+}
+
+// lastChunk yields the turn's usage and finish reason.
+//
+//go:noinline
+func lastChunk(t *Turn, yield func(ai.Chunk) bool) {
+	last := ai.Chunk{FinishReason: t.FinishReason}
+	if last.FinishReason == "" {
+		last.FinishReason = "stop"
+		if len(t.ToolCalls) > 0 {
+			last.FinishReason = "tool_calls"
+		}
+	}
+	if !t.Usage.IsZero() {
+		u := t.Usage
+		last.Usage = &u
+	}
+	yield(last)
 }

@@ -198,7 +198,7 @@ func (d *Driver) InsertStep(_ context.Context, f journal.Fence, s journal.StepRe
 	d.mu.Lock()
 	e, err := d.fenced(f)
 	if err == nil {
-		err = d.checkStep(e, s, w)
+		err = d.checkStep(e, &s, &w)
 	}
 	if err != nil {
 		d.mu.Unlock()
@@ -221,7 +221,7 @@ func (d *Driver) InsertStep(_ context.Context, f journal.Fence, s journal.StepRe
 }
 
 // checkStep validates everything a step's write stores before any of it is. d.mu is held.
-func (d *Driver) checkStep(e *entry, s journal.StepRecord, w journal.StepWrites) error {
+func (d *Driver) checkStep(e *entry, s *journal.StepRecord, w *journal.StepWrites) error {
 	for _, old := range e.steps {
 		if old.Position == s.Position {
 			return journal.ErrStepExists
