@@ -136,6 +136,62 @@ func (ts *tails) finishLocked(id string, last int64, at time.Time) {
 	}
 }
 
+// remember keeps rows another instance committed, as a driver read returned them with
+// st, so the next follower of the stream on this instance (the same client resuming, a
+// second viewer) reads them from memory. limit is the limit of the read. It keeps only what
+// the read proves: rows contiguous by seq, and the stream's end only when the read saw
+// the stream finished and returned fewer than limit rows (so nothing follows them).
+// A tail it starts lives ttl from the stream's finish, or from now while the stream is
+// unfinished, so it expires as a writer's tail would, before retention may delete the
+// rows. A tail this instance already holds is only continued, never restarted: its
+// writer owns it.
+func (ts *tails) remember(st Stream, rows []EventRow, limit int, now time.Time) {
+	if ts.max <= 0 || len(rows) == 0 || !contiguous(rows) {
+		return
+	}
+	touched := now
+	if st.FinishedAt != nil {
+		if len(rows) >= limit {
+			// Rows may follow these: the tail must not answer past its last row with
+			// the finished record.
+			return
+		}
+		if st.FinishedAt.Before(now) {
+			touched = *st.FinishedAt
+		}
+	}
+	if now.Sub(touched) >= ts.ttl || (st.FinishedAt == nil && now.Sub(st.CreatedAt) >= ts.maxAge/2) {
+		return
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t := ts.m[st.ID]
+	switch {
+	case t == nil:
+		ts.sweep(now)
+		rec := st
+		rec.FinishedAt = nil
+		t = &tail{st: rec, next: rows[0].Seq, touched: touched}
+		ts.m[st.ID] = t
+	case t.next != rows[0].Seq || t.st.FinishedAt != nil:
+		return
+	}
+	ts.addLocked(st.ID, slices.Clip(rows), touched)
+	if st.FinishedAt != nil && ts.m[st.ID] == t && t.next == rows[len(rows)-1].Seq+1 {
+		t.st.FinishedAt = st.FinishedAt
+	}
+}
+
+// contiguous reports whether rows hold consecutive seqs.
+func contiguous(rows []EventRow) bool {
+	for i := 1; i < len(rows); i++ {
+		if rows[i].Seq != rows[i-1].Seq+1 {
+			return false
+		}
+	}
+	return true
+}
+
 // drop forgets a stream (retention closed or deleted it).
 func (ts *tails) drop(id string) {
 	if ts.max <= 0 {
