@@ -139,19 +139,26 @@ func (ts *tails) finishLocked(id string, last int64, at time.Time) {
 // remember keeps rows another instance committed, as a driver read returned them with
 // st, so the next follower of the stream on this instance (the same client resuming, a
 // second viewer) reads them from memory. limit is the limit of the read. It keeps only what
-// the read proves: rows contiguous by seq, and the stream's end only when the read saw
+// the read proves: rows consecutive by seq, and the stream's end only when the read saw
 // the stream finished and returned fewer than limit rows (so nothing follows them).
 // A tail it starts lives ttl from the stream's finish, or from now while the stream is
 // unfinished, so it expires as a writer's tail would, before retention may delete the
 // rows. A tail this instance already holds is only continued, never restarted: its
 // writer owns it.
 func (ts *tails) remember(st Stream, rows []EventRow, limit int, now time.Time) {
-	if ts.max <= 0 || len(rows) == 0 || !contiguous(rows) {
+	if ts.max <= 0 {
+		return
+	}
+	// Seqs skip where a writer took over from one that died; the rows after the last
+	// skip are the ones a tail can hold.
+	all := len(rows)
+	rows = rows[contiguousFrom(rows):]
+	if len(rows) == 0 {
 		return
 	}
 	touched := now
 	if st.FinishedAt != nil {
-		if len(rows) >= limit {
+		if all >= limit {
 			// Rows may follow these: the tail must not answer past its last row with
 			// the finished record.
 			return
@@ -182,14 +189,14 @@ func (ts *tails) remember(st Stream, rows []EventRow, limit int, now time.Time) 
 	}
 }
 
-// contiguous reports whether rows hold consecutive seqs.
-func contiguous(rows []EventRow) bool {
-	for i := 1; i < len(rows); i++ {
+// contiguousFrom is the index where the last run of consecutive seqs of rows starts.
+func contiguousFrom(rows []EventRow) int {
+	for i := len(rows) - 1; i > 0; i-- {
 		if rows[i].Seq != rows[i-1].Seq+1 {
-			return false
+			return i
 		}
 	}
-	return true
+	return 0
 }
 
 // drop forgets a stream (retention closed or deleted it).

@@ -164,3 +164,36 @@ func TestTailRemembersAFinishedStreamOnlyWithItsEnd(t *testing.T) {
 	read(t, b, reads, 3, 10, 4, 5, true, true)
 	read(t, b, reads, 3, 10, 4, 5, true, true) // finished over TailTTL ago: not kept
 }
+
+// Seqs skip where a writer took over from one that died: an instance keeps the rows
+// after the skip, and reads the database for anything before them.
+func TestTailRemembersRowsAfterASkip(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	a, b, reads := twoInstances(t, clk)
+	if err := a.CreateStream(ctx, journal.Stream{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	// The first writer stored 1..3 and may have handed out up to 6; the next one goes on at 7.
+	if err := a.Driver().AppendEvents(ctx, nil, journal.Append{StreamID: "s", Rows: rowsOf(1, 3), Reserve: 6}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AppendEvents(ctx, "s", nil, rowsOf(7, 9)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.FinishStream(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	st, rows, err := b.ReadStream(ctx, "s", 0, 10)
+	if err != nil || st.FinishedAt == nil || len(rows) != 6 || rows[3].Seq != 7 {
+		t.Fatalf("first read: %+v %v %v", st, rows, err)
+	}
+	read(t, b, reads, 6, 10, 7, 9, true, false)
+	read(t, b, reads, 7, 10, 8, 9, true, false)
+	read(t, b, reads, 4, 10, 7, 9, true, true) // in the skip: the database
+	before := reads.count()
+	if _, rows, err := b.ReadStream(ctx, "s", 2, 10); err != nil || len(rows) != 4 || rows[0].Seq != 3 || rows[1].Seq != 7 || reads.count() != before+1 {
+		t.Fatalf("read after 2 (before the rows kept): %v %v, %d database reads", rows, err, reads.count()-before)
+	}
+}
