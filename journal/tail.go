@@ -12,8 +12,9 @@ const (
 	defaultTailTTL   = time.Minute
 )
 
-// tails keeps, for the streams this instance writes, the rows it committed, so a follower
-// on this instance reads them without a database round trip. A tail only ever holds rows
+// tails keeps, for the streams this instance writes, the rows it committed, and for
+// streams other instances write, the rows it read ([tails.remember]), so a follower on
+// this instance reads them without a database round trip. A tail only ever holds rows
 // already committed by the driver, contiguous by seq, and the stream record they belong
 // to; anything it cannot answer exactly goes to the driver:
 //
