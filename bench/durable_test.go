@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"io"
@@ -120,7 +121,10 @@ func durableStepSubjects(b *testing.B, driver string) (flow, hand flowbench.Subj
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = app.Close(context.Background()) })
-	h := &handStep{db: e, owner: j.Owner()}
+	h, err := newHandStep(e, j.Owner())
+	if err != nil {
+		b.Fatal(err)
+	}
 	engineHandler := app.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/raw/step" {
@@ -207,10 +211,50 @@ func (w *writeRecorder) UpdateRun(ctx context.Context, f journal.Fence, u journa
 }
 
 // handStep is the hand-written durable call: the journal's three write transactions,
-// with its statements, on its tables.
+// with its statements, on its tables. On SQLite the statements are prepared once, as the
+// journal prepares its own; on Postgres pgx caches them on each connection, for both.
 type handStep struct {
-	db    *elementsDB
+	db    *sql.DB
 	owner string
+	qs    [4]string    // insert the run, check the lease, insert the step, complete
+	stmts [4]*sql.Stmt // prepared (SQLite), else nil
+}
+
+func newHandStep(e *elementsDB, owner string) (*handStep, error) {
+	runs, steps := e.table("runs"), e.table("steps")
+	h := &handStep{db: e.db, owner: owner, qs: [4]string{
+		e.q(`INSERT INTO ` + runs + ` (id, flow, input, principal, tenant, status, output, error, lease_owner, lease_expires, epoch, created_at, updated_at)
+			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING`),
+		e.q(`SELECT 1 FROM ` + runs + ` WHERE id = ? AND lease_owner = ? AND epoch = ? AND lease_owner <> ''` + e.lockShare()),
+		e.q(`INSERT INTO ` + steps + ` (run_id, position, name, result, error, created_at) VALUES (?,?,?,?,?,?)
+			ON CONFLICT (run_id, position) DO NOTHING`),
+		e.q(`UPDATE ` + runs + ` SET status = ?, output = ?, error = ?, lease_owner = '', updated_at = ?
+			WHERE id = ? AND lease_owner = ? AND epoch = ? AND lease_owner <> ''`),
+	}}
+	if e.dollar {
+		return h, nil
+	}
+	for i, q := range h.qs {
+		st, err := e.db.Prepare(q)
+		if err != nil {
+			return nil, err
+		}
+		h.stmts[i] = st
+	}
+	return h, nil
+}
+
+// exec runs statement i on the database, or on tx when it is not nil.
+func (h *handStep) exec(ctx context.Context, tx *sql.Tx, i int, args ...any) (sql.Result, error) {
+	switch st := h.stmts[i]; {
+	case st != nil && tx != nil:
+		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	case st != nil:
+		return st.ExecContext(ctx, args...)
+	case tx != nil:
+		return tx.ExecContext(ctx, h.qs[i], args...)
+	}
+	return h.db.ExecContext(ctx, h.qs[i], args...)
 }
 
 func (h *handStep) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -236,35 +280,36 @@ func (h *handStep) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 var errHandLease = errors.New("hand: the lease is not ours")
 
 func (h *handStep) run(ctx context.Context, input []byte, in stepIn) (stepOut, error) {
-	e := h.db
-	runs, steps := e.table("runs"), e.table("steps")
 	id := uuid.Must(uuid.NewV7()).String()
 	now := time.Now()
 	// 1. Begin: the run with its lease.
-	res, err := e.db.ExecContext(ctx, e.q(`INSERT INTO `+runs+` (id, flow, input, principal, tenant, status, output, error, lease_owner, lease_expires, epoch, created_at, updated_at)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING`),
-		id, stepFlow.ID(), string(input), nil, "", "running", nil, "", h.owner, now.Add(time.Minute).UnixNano(), 1, now.UnixNano(), now.UnixNano())
+	res, err := h.exec(ctx, nil, 0, id, stepFlow.ID(), string(input), nil, "", "running", nil, "",
+		h.owner, now.Add(time.Minute).UnixNano(), 1, now.UnixNano(), now.UnixNano())
 	if err != nil {
 		return stepOut{}, err
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		return stepOut{}, errors.New("hand: run exists")
 	}
-	// 2. The step, under the lease.
+	// 2. The step, under the lease, which the share lock holds for the transaction.
 	out := in.N + 1
 	result, _ := json.Marshal(out)
-	tx, err := e.db.BeginTx(ctx, nil)
+	tx, err := h.db.BeginTx(ctx, nil)
 	if err != nil {
 		return stepOut{}, err
 	}
 	var one int
-	if err := tx.QueryRowContext(ctx, e.q(`SELECT 1 FROM `+runs+` WHERE id = ? AND lease_owner = ? AND epoch = ? AND lease_owner <> ''`+e.lockShare()),
-		id, h.owner, 1).Scan(&one); err != nil {
+	row := func() *sql.Row {
+		if h.stmts[1] != nil {
+			return tx.StmtContext(ctx, h.stmts[1]).QueryRowContext(ctx, id, h.owner, 1)
+		}
+		return tx.QueryRowContext(ctx, h.qs[1], id, h.owner, 1)
+	}
+	if err := row().Scan(&one); err != nil {
 		_ = tx.Rollback()
 		return stepOut{}, err
 	}
-	if _, err := tx.ExecContext(ctx, e.q(`INSERT INTO `+steps+` (run_id, position, name, result, error, created_at) VALUES (?,?,?,?,?,?)
-		ON CONFLICT (run_id, position) DO NOTHING`), id, 0, "add", string(result), "", time.Now().UnixNano()); err != nil {
+	if _, err := h.exec(ctx, tx, 2, id, 0, "add", string(result), "", time.Now().UnixNano()); err != nil {
 		_ = tx.Rollback()
 		return stepOut{}, err
 	}
@@ -273,9 +318,7 @@ func (h *handStep) run(ctx context.Context, input []byte, in stepIn) (stepOut, e
 	}
 	// 3. Complete, releasing the lease.
 	output, _ := json.Marshal(stepOut{N: out})
-	res, err = e.db.ExecContext(ctx, e.q(`UPDATE `+runs+` SET status = ?, output = ?, error = ?, lease_owner = '', updated_at = ?
-		WHERE id = ? AND lease_owner = ? AND epoch = ? AND lease_owner <> ''`),
-		"completed", string(output), "", time.Now().UnixNano(), id, h.owner, 1)
+	res, err = h.exec(ctx, nil, 3, "completed", string(output), "", time.Now().UnixNano(), id, h.owner, 1)
 	if err != nil {
 		return stepOut{}, err
 	}
