@@ -3,6 +3,7 @@ package journal_test
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"testing"
@@ -195,5 +196,75 @@ func TestTailRemembersRowsAfterASkip(t *testing.T) {
 	before := reads.count()
 	if _, rows, err := b.ReadStream(ctx, "s", 2, 10); err != nil || len(rows) != 4 || rows[0].Seq != 3 || rows[1].Seq != 7 || reads.count() != before+1 {
 		t.Fatalf("read after 2 (before the rows kept): %v %v, %d database reads", rows, err, reads.count()-before)
+	}
+}
+
+// Whatever an instance read before, every read it answers is what the database would
+// answer, or a prefix of it that ends unfinished (the follower then reads on): never a
+// row missed, a row of another seq, or an end the database does not hold. A writes
+// streams in random steps (appends, a writer's skip, the end) while B reads them at
+// random positions with random limits.
+func TestTailReadsAnswerAsTheDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	a, b, _ := twoInstances(t, clk)
+	d := a.Driver()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for s := range 40 {
+		id := "s" + strconv.Itoa(s)
+		if err := a.CreateStream(ctx, journal.Stream{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		last, finished := int64(0), false
+		for range 60 {
+			switch k := rng.IntN(10); {
+			case k < 4 && !finished:
+				n := int64(1 + rng.IntN(4))
+				from := last + 1
+				if rng.IntN(6) == 0 { // a writer that took over skips what the last one reserved
+					if err := d.AppendEvents(ctx, nil, journal.Append{StreamID: id, Reserve: last + 3}); err != nil {
+						t.Fatal(err)
+					}
+					from = last + 4
+				}
+				rows := rowsOf(from, from+n-1)
+				if err := a.AppendEvents(ctx, id, nil, rows...); err != nil {
+					t.Fatal(err)
+				}
+				last = from + n - 1
+			case k == 4 && !finished && rng.IntN(4) == 0:
+				if err := a.FinishStream(ctx, id); err != nil {
+					t.Fatal(err)
+				}
+				finished = true
+			default:
+				after, limit := rng.Int64N(last+2), 1+rng.IntN(8)
+				st, got, err := b.ReadStream(ctx, id, after, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dst, want, err := d.ReadStream(ctx, id, after, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) > len(want) {
+					t.Fatalf("%s after %d limit %d: %d rows, the database has %d", id, after, limit, len(got), len(want))
+				}
+				for i := range got {
+					if got[i].Seq != want[i].Seq || string(got[i].Event) != string(want[i].Event) {
+						t.Fatalf("%s after %d: row %d is %d, the database's %d", id, after, i, got[i].Seq, want[i].Seq)
+					}
+				}
+				if st.FinishedAt != nil && (dst.FinishedAt == nil || len(got) != len(want)) {
+					t.Fatalf("%s after %d limit %d: finished with %d rows; the database: finished %v, %d rows",
+						id, after, limit, len(got), dst.FinishedAt != nil, len(want))
+				}
+				if st.FinishedAt == nil && len(got) < len(want) && len(got) == 0 {
+					t.Fatalf("%s after %d: no rows and not finished, the database has %d", id, after, len(want))
+				}
+			}
+			clk.add(time.Second)
+		}
 	}
 }
