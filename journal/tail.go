@@ -186,7 +186,8 @@ func (ts *tails) remember(st Stream, rows []EventRow, limit int, now time.Time) 
 	}
 	ts.addLocked(st.ID, slices.Clip(rows), touched)
 	if st.FinishedAt != nil && ts.m[st.ID] == t && t.next == rows[len(rows)-1].Seq+1 {
-		t.st.FinishedAt = st.FinishedAt
+		at := *st.FinishedAt
+		t.st.FinishedAt = &at
 	}
 }
 
