@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,17 +16,22 @@ var drivers = []string{agentbench.Memory, agentbench.SQLite, agentbench.Postgres
 // BenchmarkFollowResume reconnects to GET /agent/runs/:runId/events of a
 // finished durable run (100 deltas, stored rows) with Last-Event-ID set to the middle of
 // its log and times the first frame, alternating serially with a plain request — a tiny
-// RPC flow call read to its end — in the same run. x-plain is resume latency over plain
-// latency (target ≤ 3). follow-µs and plain-µs are the mean times per request.
+// RPC flow call read to its end — on the same instance in the same run. x-plain is resume
+// latency over plain latency. follow-µs and plain-µs are the mean times per request.
 //
-// On SQLite and Postgres it runs twice: same-instance, where the instance that ran the
-// run answers from its in-process follow tail, and other-instance, with the tail off, so
-// every resume reads the database as a follower on another instance does.
+// On SQLite and Postgres the run executes on instance A, and the follower resumes:
+//
+//   - same-instance: on A, which answers from the rows it committed;
+//   - other-instance: on B, a second app with its own driver, journal and server on the
+//     same database, which has read the run before (a client that followed it there
+//     reconnects there): B answers from the rows it read;
+//   - other-instance-first-read: on B with its follow tail off, so every resume reads
+//     the database, as the first resume of a run on an instance does.
 func BenchmarkFollowResume(b *testing.B) {
 	for _, driver := range drivers {
-		paths := []string{"same-instance", "other-instance"}
+		paths := []string{"same-instance", "other-instance", "other-instance-first-read"}
 		if driver == agentbench.Memory {
-			paths = []string{""} // the memory journal has no tail: its reads are in memory
+			paths = []string{""} // the memory journal lives in one process
 		}
 		for _, path := range paths {
 			name := driver
@@ -33,16 +39,20 @@ func BenchmarkFollowResume(b *testing.B) {
 				name += "/" + path
 			}
 			b.Run(name, func(b *testing.B) {
-				benchFollowResume(b, agentbench.Options{Deltas: 100, Driver: driver, NoTail: path == "other-instance"})
+				benchFollowResume(b, driver, path)
 			})
 		}
 	}
 }
 
-func benchFollowResume(b *testing.B, opts agentbench.Options) {
+func benchFollowResume(b *testing.B, driver, path string) {
 	ctx := context.Background()
-	e := newEnv(b, opts)
-	runID, last, err := e.StoredRun(ctx)
+	a := newEnv(b, agentbench.Options{Deltas: 100, Driver: driver})
+	e := a
+	if strings.HasPrefix(path, "other-instance") {
+		e = newEnv(b, agentbench.Options{Deltas: 100, Driver: driver, SameDatabase: a, NoTail: path == "other-instance-first-read"})
+	}
+	runID, last, err := a.StoredRun(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -74,6 +74,23 @@ func TestHarness(t *testing.T) {
 			if _, err := e.FollowFirstFrame(ctx, runID, last/2); err != nil {
 				t.Fatal(err)
 			}
+			// A second instance on the same database resumes the run A ran, twice (the
+			// second from what its first read kept); the memory journal has none.
+			if other, err := agentbench.New(ctx, agentbench.Options{Deltas: 20, Driver: driver, SameDatabase: e}); driver == agentbench.Memory {
+				if err == nil {
+					other.Close()
+					t.Fatal("a second instance on the memory journal")
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			} else {
+				t.Cleanup(other.Close) // before e's cleanup, which removes the database
+				for range 2 {
+					if _, err := other.FollowFirstFrame(ctx, runID, last/2); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
 			if _, err := e.Ping(ctx); err != nil {
 				t.Fatal(err)
 			}

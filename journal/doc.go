@@ -77,8 +77,9 @@
 // finished 24 h ago are deleted; streams left unfinished for 7 days are closed with the
 // policy's expiry event.
 //
-// Reads of rows this instance committed recently are answered from its follow tail
-// ([Options.TailBytes], [Options.TailTTL]) without a database round trip. The tail holds
+// Reads of rows this instance committed, or read of another instance's stream, recently
+// are answered from its follow tail ([Options.TailBytes], [Options.TailTTL]) without a
+// database round trip. The tail holds
 // only committed rows, contiguous by seq; a read it cannot answer exactly (older rows,
 // rows another instance appended after taking a run over, a read past the last row of a
 // stream not finished here) goes to the driver, so a follower sees the same rows on any

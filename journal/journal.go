@@ -46,9 +46,10 @@ type Options struct {
 	// SkipMigrate leaves the schema alone in [New] (the application migrates itself).
 	SkipMigrate bool
 	// TailBytes is the budget of the in-process follow tail: the event rows this instance
-	// committed to the streams it writes, kept so [Journal.ReadStream] answers a follower
-	// on this instance without a database round trip. Reads the tail cannot answer exactly
-	// (older rows, another instance's rows) go to the driver. Default 16 MiB for drivers
+	// committed to the streams it writes, and those it read of streams other instances
+	// write, kept so [Journal.ReadStream] answers a follower on this instance without a
+	// database round trip. Reads the tail cannot answer exactly (older rows, rows past
+	// those it holds of a stream not seen to end) go to the driver. Default 16 MiB for drivers
 	// with [CapBlockingIO] and off for the others, whose reads are already in memory;
 	// negative turns it off.
 	TailBytes int

@@ -118,8 +118,8 @@ func (j *Journal) ReadEvents(ctx context.Context, streamID string, after int64, 
 
 // ReadStream loads a stream and up to limit of its rows with seq > after (limit <= 0
 // means 1000) in one consistent read: a finished stream with fewer than limit rows
-// returned has nothing more to read. Rows this instance committed recently come from
-// its follow tail ([Options.TailBytes]) without a database round trip. The returned
+// returned has nothing more to read. Rows this instance committed or read recently come
+// from its follow tail ([Options.TailBytes]) without a database round trip. The returned
 // rows are shared: do not modify them.
 func (j *Journal) ReadStream(ctx context.Context, id string, after int64, limit int) (Stream, []EventRow, error) {
 	if limit <= 0 {
@@ -131,7 +131,11 @@ func (j *Journal) ReadStream(ctx context.Context, id string, after int64, limit 
 	if st, rows, ok := j.tails.read(id, after, limit, j.now()); ok {
 		return st, rows, nil
 	}
-	return j.d.ReadStream(ctx, id, after, limit)
+	st, rows, err := j.d.ReadStream(ctx, id, after, limit)
+	if err == nil {
+		j.tails.remember(st, rows, limit, j.now())
+	}
+	return st, rows, err
 }
 
 // LastSeq returns the highest stored seq of the stream, 0 when empty.

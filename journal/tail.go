@@ -12,8 +12,9 @@ const (
 	defaultTailTTL   = time.Minute
 )
 
-// tails keeps, for the streams this instance writes, the rows it committed, so a follower
-// on this instance reads them without a database round trip. A tail only ever holds rows
+// tails keeps, for the streams this instance writes, the rows it committed, and for
+// streams other instances write, the rows it read ([tails.remember]), so a follower on
+// this instance reads them without a database round trip. A tail only ever holds rows
 // already committed by the driver, contiguous by seq, and the stream record they belong
 // to; anything it cannot answer exactly goes to the driver:
 //
@@ -134,6 +135,70 @@ func (ts *tails) finishLocked(id string, last int64, at time.Time) {
 		t.st.FinishedAt = &at
 		t.touched = at
 	}
+}
+
+// remember keeps rows another instance committed, as a driver read returned them with
+// st, so the next follower of the stream on this instance (the same client resuming, a
+// second viewer) reads them from memory. limit is the limit of the read. It keeps only what
+// the read proves: rows consecutive by seq, and the stream's end only when the read saw
+// the stream finished and returned fewer than limit rows (so nothing follows them).
+// A tail it starts lives ttl from the stream's finish, or from now while the stream is
+// unfinished, so it expires as a writer's tail would, before retention may delete the
+// rows. A tail this instance already holds is only continued, never restarted: its
+// writer owns it.
+func (ts *tails) remember(st Stream, rows []EventRow, limit int, now time.Time) {
+	if ts.max <= 0 {
+		return
+	}
+	// Seqs skip where a writer took over from one that died; the rows after the last
+	// skip are the ones a tail can hold.
+	all := len(rows)
+	rows = rows[contiguousFrom(rows):]
+	if len(rows) == 0 {
+		return
+	}
+	touched := now
+	if st.FinishedAt != nil {
+		if all >= limit {
+			// Rows may follow these: the tail must not answer past its last row with
+			// the finished record.
+			return
+		}
+		if st.FinishedAt.Before(now) {
+			touched = *st.FinishedAt
+		}
+	}
+	if now.Sub(touched) >= ts.ttl || (st.FinishedAt == nil && now.Sub(st.CreatedAt) >= ts.maxAge/2) {
+		return
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t := ts.m[st.ID]
+	switch {
+	case t == nil:
+		ts.sweep(now)
+		rec := st
+		rec.FinishedAt = nil
+		t = &tail{st: rec, next: rows[0].Seq, touched: touched}
+		ts.m[st.ID] = t
+	case t.next != rows[0].Seq || t.st.FinishedAt != nil:
+		return
+	}
+	ts.addLocked(st.ID, slices.Clip(rows), touched)
+	if st.FinishedAt != nil && ts.m[st.ID] == t && t.next == rows[len(rows)-1].Seq+1 {
+		at := *st.FinishedAt
+		t.st.FinishedAt = &at
+	}
+}
+
+// contiguousFrom is the index where the last run of consecutive seqs of rows starts.
+func contiguousFrom(rows []EventRow) int {
+	for i := len(rows) - 1; i > 0; i-- {
+		if rows[i].Seq != rows[i-1].Seq+1 {
+			return i
+		}
+	}
+	return 0
 }
 
 // drop forgets a stream (retention closed or deleted it).

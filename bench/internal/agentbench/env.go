@@ -72,6 +72,10 @@ type Options struct {
 	// so a follower reads the database, as it does on an instance other than the one that
 	// ran the run.
 	NoTail bool
+	// SameDatabase, when set, opens the journal on that harness's database instead of a
+	// fresh one: a second instance of the app sharing it, with its own driver, journal,
+	// app and server. Close it before SameDatabase, which removes the database.
+	SameDatabase *Env
 	// App, when its URL is set, measures an app of yours instead of the harness's own
 	// agent: the [App] target posts to its streaming route, and the raw baseline replays
 	// the frames of one of its streams. No journal or agent of the harness runs then.
@@ -149,6 +153,7 @@ type Env struct {
 	raw        transcript // the frames of one streamed run, replayed by the raw handler
 	idle       transcript // the frames an idle run sends before it waits
 	app        External   // Options.App
+	db         Database   // where the journal lives, for [Options.SameDatabase]
 }
 
 // startExternal serves the raw baseline alone and captures one stream of the app's for
@@ -306,12 +311,21 @@ func (e *Env) startApp(ctx context.Context, opts Options) error {
 // unloggedPrefix is where the [Unlogged] target's app is served.
 const unloggedPrefix = "/unlogged"
 
-// openDriver opens the journal driver the options name, closed at [Env.Close].
+// openDriver opens the journal driver the options name, closed at [Env.Close]: on a
+// fresh database, or on the database of Options.SameDatabase.
 func (e *Env) openDriver(ctx context.Context, opts Options) (journal.Driver, error) {
-	d, closeDriver, err := OpenDriver(ctx, opts.Driver, opts.PostgresDSN)
+	where, fresh := Database{Driver: opts.Driver, DSN: opts.PostgresDSN}, true
+	if opts.SameDatabase != nil {
+		where, fresh = opts.SameDatabase.db, false
+		if where.Driver == Memory {
+			return nil, errors.New("agentbench: the memory journal lives in one process: no other instance shares it")
+		}
+	}
+	d, closeDriver, where, err := openDatabase(ctx, where, fresh)
 	if err != nil {
 		return nil, err
 	}
+	e.db = where
 	e.cleanup = append(e.cleanup, closeDriver)
 	return d, nil
 }
@@ -321,7 +335,23 @@ func (e *Env) openDriver(ctx context.Context, opts Options) (journal.Driver, err
 // SQLite driver advises, or tables with a random prefix on the Postgres server of
 // postgresDSN (default $ENGINE_TEST_POSTGRES_DSN, else [ErrNoPostgres]). The function it
 // returns closes the driver and removes the file or drops the tables.
-func OpenDriver(ctx context.Context, driver, postgresDSN string) (_ journal.Driver, _ func(), err error) {
+func OpenDriver(ctx context.Context, driver, postgresDSN string) (journal.Driver, func(), error) {
+	d, closeDriver, _, err := openDatabase(ctx, Database{Driver: driver, DSN: postgresDSN}, true)
+	return d, closeDriver, err
+}
+
+// Database is where a journal's data lives: enough for another instance to open it.
+type Database struct {
+	Driver string
+	DSN    string // Postgres
+	Prefix string // Postgres table prefix
+	File   string // SQLite
+}
+
+// openDatabase opens a driver on where: when fresh, on a new file or new tables (given
+// back in the returned Database, and removed by the close function); otherwise on the
+// file or tables where names, left in place.
+func openDatabase(ctx context.Context, where Database, fresh bool) (_ journal.Driver, _ func(), _ Database, err error) {
 	var cleanup []func()
 	closeDriver := func() {
 		for i := len(cleanup) - 1; i >= 0; i-- {
@@ -333,20 +363,23 @@ func OpenDriver(ctx context.Context, driver, postgresDSN string) (_ journal.Driv
 			closeDriver()
 		}
 	}()
-	switch driver {
+	switch where.Driver {
 	case Memory:
-		return memory.New(), closeDriver, nil
+		return memory.New(), closeDriver, where, nil
 	case SQLite:
-		dir, err := os.MkdirTemp("", "agentbench-")
-		if err != nil {
-			return nil, nil, err
+		if fresh {
+			dir, err := os.MkdirTemp("", "agentbench-")
+			if err != nil {
+				return nil, nil, where, err
+			}
+			cleanup = append(cleanup, func() { _ = os.RemoveAll(dir) })
+			where.File = filepath.Join(dir, "journal.db")
 		}
-		cleanup = append(cleanup, func() { _ = os.RemoveAll(dir) })
-		dsn := "file:" + filepath.Join(dir, "journal.db") +
+		dsn := "file:" + where.File +
 			"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 		sqldb, err := sql.Open("sqlite", dsn)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, where, err
 		}
 		sqldb.SetMaxOpenConns(4) // as journal/drivers/sqlite advises
 		sqldb.SetMaxIdleConns(4)
@@ -354,38 +387,43 @@ func OpenDriver(ctx context.Context, driver, postgresDSN string) (_ journal.Driv
 		cleanup = append(cleanup, func() { _ = db.Close() })
 		d, err := sqlite.New(db, sqlite.Options{})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, where, err
 		}
-		return d, closeDriver, nil
+		return d, closeDriver, where, nil
 	case Postgres:
-		dsn := postgresDSN
-		if dsn == "" {
-			dsn = os.Getenv(PostgresEnv)
+		if where.DSN == "" {
+			where.DSN = os.Getenv(PostgresEnv)
 		}
-		if dsn == "" {
-			return nil, nil, ErrNoPostgres
+		if where.DSN == "" {
+			return nil, nil, where, ErrNoPostgres
 		}
-		pool, err := pgxpool.New(ctx, dsn)
+		pool, err := pgxpool.New(ctx, where.DSN)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, where, err
 		}
 		db := bun.NewDB(stdlib.OpenDBFromPool(pool), pgdialect.New())
 		cleanup = append(cleanup, func() { _ = db.Close(); pool.Close() })
-		prefix := "agentbench_" + randomHex(4) + "_"
-		d, err := postgres.New(db, postgres.Options{TablePrefix: prefix,
+		if fresh {
+			where.Prefix = "agentbench_" + randomHex(4) + "_"
+		}
+		dsn := where.DSN
+		d, err := postgres.New(db, postgres.Options{TablePrefix: where.Prefix,
 			Listener: func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, dsn) }})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, where, err
 		}
 		cleanup = append(cleanup, func() {
 			_ = d.Close()
+			if !fresh {
+				return
+			}
 			for _, t := range d.Tables() {
 				_, _ = db.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+t)
 			}
 		})
-		return d, closeDriver, nil
+		return d, closeDriver, where, nil
 	}
-	return nil, nil, fmt.Errorf("agentbench: unknown driver %q (memory, sqlite or postgres)", driver)
+	return nil, nil, where, fmt.Errorf("agentbench: unknown driver %q (memory, sqlite or postgres)", where.Driver)
 }
 
 // ErrNoPostgres is returned by [New] for the Postgres driver without a DSN.

@@ -73,13 +73,7 @@ func (s *Store) prepared(ctx context.Context, q string) *sql.Stmt {
 
 func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	if s.wq != nil {
-		var res sql.Result
-		err := s.wq.do(ctx, func(ctx context.Context, tx *txq) error {
-			var err error
-			res, err = tx.ExecContext(ctx, q, args...)
-			return err
-		})
-		return res, err
+		return s.wq.exec(ctx, q, args...)
 	}
 	if st := s.prepared(ctx, q); st != nil {
 		return st.ExecContext(ctx, args...)

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"sync"
@@ -39,6 +40,10 @@ type write struct {
 	// handed is set, under the queue's lock, when the write is given the lead: it may
 	// then no longer leave the queue.
 	handed bool
+	// alone, when set, is the same write as fn made without a transaction around it: one
+	// statement, which SQLite commits on its own. A batch of this write alone runs it, and
+	// saves the BEGIN and the COMMIT; in a batch of several, fn runs under its savepoint.
+	alone func(ctx context.Context) error
 }
 
 // maxBatch bounds the writes of one transaction, and so how long the last of them waits.
@@ -47,7 +52,32 @@ const maxBatch = 128
 // do runs fn as one write and returns its result once it is committed or undone. A
 // caller whose context ends while its write still queues leaves the queue at once.
 func (q *writeQueue) do(ctx context.Context, fn func(ctx context.Context, tx *txq) error) error {
-	w := &write{ctx: ctx, fn: fn, done: make(chan bool, 1)}
+	return q.enqueue(&write{ctx: ctx, fn: fn, done: make(chan bool, 1)})
+}
+
+// exec runs one statement as one write. Alone in its batch it runs without BEGIN and
+// COMMIT: the queue's order still makes it the only write of the moment.
+func (q *writeQueue) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	var res sql.Result
+	w := &write{ctx: ctx, done: make(chan bool, 1),
+		fn: func(ctx context.Context, tx *txq) (err error) {
+			res, err = tx.ExecContext(ctx, query, args...)
+			return err
+		},
+		alone: func(ctx context.Context) (err error) {
+			if st := q.s.prepared(ctx, query); st != nil {
+				res, err = st.ExecContext(ctx, args...)
+			} else {
+				res, err = q.s.db.DB.ExecContext(ctx, q.s.rebind(query), args...)
+			}
+			return err
+		}}
+	err := q.enqueue(w)
+	return res, err
+}
+
+func (q *writeQueue) enqueue(w *write) error {
+	ctx := w.ctx
 	q.mu.Lock()
 	q.waiting = append(q.waiting, w)
 	lead := !q.leading
@@ -120,6 +150,13 @@ func (q *writeQueue) run(batch []*write) *txq {
 			}
 		}
 	}
+	if len(batch) == 1 && batch[0].alone != nil {
+		w := batch[0]
+		if w.err = w.ctx.Err(); w.err == nil {
+			w.err = w.call(nil)
+		}
+		return nil
+	}
 	tx, err := q.s.db.DB.BeginTx(ctx, nil)
 	if err != nil {
 		fail(err)
@@ -170,13 +207,17 @@ func (q *writeQueue) run(batch []*write) *txq {
 	return t
 }
 
-// call runs the write's fn; a panic becomes its error, so the lead and the transaction
-// are never left behind with every later write waiting on them.
+// call runs the write's fn in t, or alone when t is nil; a panic becomes its error, so
+// the lead and the transaction are never left behind with every later write waiting on
+// them.
 func (w *write) call(t *txq) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("journal: write panicked: %v", p)
 		}
 	}()
+	if t == nil {
+		return w.alone(context.WithoutCancel(w.ctx))
+	}
 	return w.fn(context.WithoutCancel(w.ctx), t)
 }

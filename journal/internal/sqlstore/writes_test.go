@@ -313,3 +313,49 @@ func TestWriteQueuePreparesMissedStatementsBeforeReturning(t *testing.T) {
 		t.Fatal("the prepared insert stored nothing")
 	}
 }
+
+// A write of one statement runs alone without a transaction around it, and in a batch
+// under its savepoint like any other write: either way it reports its own result.
+func TestWriteQueueExec(t *testing.T) {
+	s := newQueued(t)
+	ctx := t.Context()
+	res, err := s.exec(ctx, `INSERT INTO t (k) VALUES (?)`, "alone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 || !stored(t, s, "alone") {
+		t.Fatalf("lone exec: %d rows affected, stored %v", n, stored(t, s, "alone"))
+	}
+	if _, err := s.exec(ctx, `INSERT INTO t (k) VALUES (?)`, "alone"); err == nil {
+		t.Fatal("lone exec of a duplicate key: no error")
+	}
+	release := queueBehind(t, s)
+	type out struct {
+		n   int64
+		err error
+	}
+	outs := make([]out, 3)
+	var wg sync.WaitGroup
+	for i, k := range []string{"b1", "alone", "b2"} {
+		wg.Go(func() {
+			res, err := s.exec(ctx, `INSERT INTO t (k) VALUES (?)`, k)
+			if err == nil {
+				outs[i].n, _ = res.RowsAffected()
+			}
+			outs[i].err = err
+		})
+		waitQueued(s, i+1)
+	}
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if outs[0].err != nil || outs[0].n != 1 || outs[1].err == nil || outs[2].err != nil || outs[2].n != 1 {
+		t.Fatalf("batched execs: %+v", outs)
+	}
+	for _, k := range []string{"lead", "b1", "b2"} {
+		if !stored(t, s, k) {
+			t.Errorf("%s not stored", k)
+		}
+	}
+}
