@@ -15,6 +15,21 @@ export interface AgentFrame {
   event: AgentEvent;
 }
 
+/**
+ * The output of a finished run as a `T`: `RUN_FINISHED`'s `result.output`, the typed
+ * value the final answer of an agent with a typed output carried (in Go, `ai.Output[T]`).
+ * `T` is yours to name, usually a type of the declarations generated from the app, as
+ * `agui.OutputOf[T]` takes its type in Go; the value is the one the server validated
+ * against T's schema before it ended the run. Throws when `event` is not a `RUN_FINISHED`
+ * with an output (a run that parked, failed or has no typed output).
+ */
+export function outputOf<T>(event: AgentEvent): T {
+  if (event.type != "RUN_FINISHED" || event.result == null || event.result.output === undefined) {
+    throw new Error(`engine: no run output in a ${event.type} event`);
+  }
+  return event.result.output as T;
+}
+
 /** A reply that is not an event stream, with its envelope error when it had one. */
 export class AgentResponseError extends Error {
   constructor(readonly status: number, readonly error: ClientError | null) {

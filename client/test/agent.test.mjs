@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { lastValueFrom, toArray } from "rxjs";
 import { HttpAgent } from "@ag-ui/client";
 import { createClient } from "engine/client";
-import { readAgentEvents, readFrames, approve, deny, follow, followThread, stop, isConflict, DecisionError } from "engine/client/agent";
+import { readAgentEvents, readFrames, approve, deny, follow, followThread, stop, isConflict, DecisionError, outputOf } from "engine/client/agent";
 import { URL_, app, signIn, fakeServer } from "./helpers.mjs";
 
 const alice = await signIn("alice@example.com");
@@ -317,6 +317,22 @@ test("follow: an empty reconnect before the terminal event keeps following to it
     const frames = await collect(follow(srv.url, "r", { backoff: 1 }));
     assert.deepEqual(frames.map((f) => f.event.type), ["RUN_STARTED", "RUN_FINISHED"]);
     assert.equal(srv.seen.length, 3);
+  } finally {
+    await srv.close();
+  }
+});
+
+test("outputOf: a finished run's typed output, read from the stream", async () => {
+  const srv = await fakeServer((req, res) => {
+    res.writeHead(200, { "Content-Type": "text/event-stream" });
+    res.write('id: 1\ndata: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n');
+    res.end('id: 2\ndata: {"type":"RUN_FINISHED","threadId":"t","runId":"r","result":{"stopReason":"completed","output":{"city":"Paris","tempC":21}}}\n\n');
+  });
+  try {
+    const events = await collect(readAgentEvents(await fetch(srv.url)));
+    assert.deepEqual(outputOf(events.at(-1)), { city: "Paris", tempC: 21 });
+    assert.throws(() => outputOf(events[0]), /no run output in a RUN_STARTED event/);
+    assert.throws(() => outputOf({ type: "RUN_FINISHED", result: { stopReason: "completed" } }), /no run output/);
   } finally {
     await srv.close();
   }

@@ -74,3 +74,14 @@ export async function calls() {
   const out: MathDivideOutput = { quotient: 1 };
   void out;
 }
+
+// A run's typed output (outputOf) is the type named for it.
+import { outputOf, type AgentEvent } from "engine/client/agent";
+export function runOutput(ev: AgentEvent) {
+  const out = outputOf<MathDivideOutput>(ev);
+  const q: number = out.quotient;
+  void q;
+  // @ts-expect-error: the output's fields keep their types
+  const s: string = out.quotient;
+  void s;
+}
