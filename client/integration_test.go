@@ -143,6 +143,8 @@ func fakeModel(t *testing.T) string {
 			return openaitest.Turn{ToolCalls: []openaitest.ToolCall{{ID: "call_t", Name: "tools_transfer", Arguments: `{"to":"bob","amount":500}`}}}
 		case strings.Contains(first, "transfer"):
 			return openaitest.Turn{Text: "Transferred 500 to bob."}
+		case strings.Contains(first, "long"): // stopped by the browser test mid-reply
+			return openaitest.Turn{Text: strings.Repeat("word ", 200), Delay: 40 * time.Millisecond}
 		case strings.Contains(first, "slow"):
 			return openaitest.Turn{Text: "one two three four five six seven eight nine ten", Delay: 40 * time.Millisecond}
 		}

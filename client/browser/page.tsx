@@ -6,6 +6,7 @@ import { createRoot } from "react-dom/client";
 import { createClient } from "engine/client";
 import { memorySession } from "engine/client/auth";
 import { useSession, useAgentRun } from "engine/client/react";
+import { followThread } from "engine/client/agent";
 import { app } from "../test/gen/engine-client.js";
 
 const PASSWORD = "correct horse battery staple";
@@ -66,6 +67,7 @@ function Assistant() {
       <h2>Assistant</h2>
       <input id="message" value={message} onChange={(e) => setMessage(e.target.value)} />
       <button id="send" onClick={() => run.send(message)}>Send</button>
+      {run.status == "running" && <button id="stop" onClick={() => run.stop()}>Stop</button>}
       <p id="run-status" data-status={run.status}>{run.status}</p>
       <p id="text">{run.text}</p>
       <ul id="tool-calls">
@@ -85,7 +87,28 @@ function Assistant() {
         ))}
       </ul>
       {run.error != null && <pre id="run-error">{JSON.stringify(run.error)}</pre>}
+      <Thread threadId={run.threadId} />
     </section>
+  );
+}
+
+// Follows the current run's thread to its first run's end: the events as one list.
+function Thread({ threadId }: { threadId: () => string }) {
+  const [events, setEvents] = useState<string[]>([]);
+  const followIt = async () => {
+    const seen: string[] = [];
+    for await (const f of followThread(url, threadId(), { auth: { getToken: session.getToken } })) {
+      const e = f.event;
+      seen.push(e.type == "RUN_FINISHED" ? `RUN_FINISHED:${e.outcome?.type ?? e.result?.stopReason}` : e.type);
+      if (e.type == "RUN_FINISHED") break;
+    }
+    setEvents(seen);
+  };
+  return (
+    <div>
+      <button id="follow-thread" onClick={followIt}>Follow the thread</button>
+      <ol id="thread-events">{events.map((e, i) => <li key={i}>{e}</li>)}</ol>
+    </div>
   );
 }
 

@@ -65,7 +65,11 @@ const problems = [];
 page.on("pageerror", (e) => problems.push("page error: " + e.message));
 page.on("console", (m) => m.type() == "error" && problems.push("console error: " + m.text()));
 page.on("response", (r) => r.status() >= 400 && problems.push(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`));
-page.on("requestfailed", (r) => problems.push(`request failed: ${r.method()} ${r.url()} ${r.failure()?.errorText}`));
+page.on("requestfailed", (r) => {
+  // The page ends its thread follow itself once the run it watches has finished.
+  if (r.failure()?.errorText == "net::ERR_ABORTED" && new URL(r.url()).pathname.startsWith("/agent/threads/")) return;
+  problems.push(`request failed: ${r.method()} ${r.url()} ${r.failure()?.errorText}`);
+});
 
 const text = (sel) => page.$eval(sel, (e) => e.textContent);
 const attr = (sel, name) => page.$eval(sel, (e, n) => e.getAttribute(n), name);
@@ -150,6 +154,26 @@ try {
   assert.equal(after[0].done, "yes");
   assert.deepEqual(JSON.parse(after[0].result), { ok: true, to: "bob", amount: 500 });
   assert.equal(await page.$("#run-error"), null);
+
+  // Stop: a long reply stopped mid-stream from the page ends cancelled with the text so far.
+  await page.click("#message", { clickCount: 3 });
+  await page.keyboard.press("Backspace");
+  await page.type("#message", "a long answer, please");
+  await page.click("#send");
+  // Polled: React changes the text node's data, which the mutation polling of waitFor misses.
+  await page.waitForFunction(() => /^word word word/.test(document.getElementById("text").textContent), { timeout: WAIT, polling: 20 });
+  await page.click("#stop");
+  await status("#run-status", "cancelled");
+  const cut = await text("#text");
+  assert.ok(cut.length > 0 && cut.length < "word ".repeat(200).length && "word ".repeat(200).startsWith(cut), `stopped text ${JSON.stringify(cut)}`);
+  assert.equal(await page.$("#stop"), null);
+
+  // The stopped run's thread, followed: one run, from RUN_STARTED to its cancelled end.
+  await page.click("#follow-thread");
+  await waitFor("the thread's events", () => document.querySelectorAll("#thread-events li").length > 0);
+  const threadEvents = await page.$$eval("#thread-events li", (l) => l.map((e) => e.textContent));
+  assert.equal(threadEvents[0], "RUN_STARTED");
+  assert.equal(threadEvents.at(-1), "RUN_FINISHED:cancelled");
 
   // Signing out drops the tokens: useSession follows the session.
   await page.screenshot({ path: path.join(artifacts, "browser.png"), fullPage: true });

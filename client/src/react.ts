@@ -2,7 +2,7 @@
 import { useCallback, useEffect, useRef, useState, useSyncExternalStore } from "react";
 import type { ClientResult, CallInit } from "./types.js";
 import type { MemorySession } from "./auth.js";
-import { readAgentEvents, follow, approve, deny, type AgentEvent, type AgentOptions } from "./agent.js";
+import { readAgentEvents, follow, approve, deny, stop as stopRun, type AgentEvent, type AgentOptions } from "./agent.js";
 
 /** What useSession needs of a client: the auth.me flow. */
 export interface MeApi {
@@ -65,10 +65,10 @@ export function useAgentRun(opts: AgentRunOptions) {
   const [text, setText] = useState("");
   const [toolCalls, setToolCalls] = useState<ToolCall[]>([]);
   const [interrupts, setInterrupts] = useState<Interrupt[]>([]);
-  const [status, setStatus] = useState<"idle" | "running" | "interrupted" | "finished" | "error">("idle");
+  const [status, setStatus] = useState<"idle" | "running" | "interrupted" | "finished" | "cancelled" | "error">("idle");
   const [error, setError] = useState<unknown>(null);
   // seq: the id of the last follow-log frame applied, 0 when only the live stream was read.
-  const run = useRef<{ runId: string; seq: number; ac?: AbortController }>({ runId: "", seq: 0 });
+  const run = useRef<{ runId: string; threadId: string; seq: number; ac?: AbortController }>({ runId: "", threadId: "", seq: 0 });
   const o = useRef(opts);
   o.current = opts;
 
@@ -76,6 +76,7 @@ export function useAgentRun(opts: AgentRunOptions) {
     switch (e.type) {
       case "RUN_STARTED":
         run.current.runId = e.runId;
+        run.current.threadId = e.threadId;
         break;
       case "TEXT_MESSAGE_CONTENT":
         setText((t) => t + e.delta);
@@ -93,6 +94,9 @@ export function useAgentRun(opts: AgentRunOptions) {
         if (e.outcome?.type == "interrupt") {
           setInterrupts(e.outcome.interrupts);
           setStatus("interrupted");
+        } else if (e.outcome?.type == "cancelled") {
+          setInterrupts([]);
+          setStatus("cancelled");
         } else setStatus("finished");
         break;
       case "RUN_ERROR":
@@ -157,11 +161,21 @@ export function useAgentRun(opts: AgentRunOptions) {
 
   useEffect(() => () => {
     run.current.ac?.abort();
-    run.current = { runId: "", seq: 0 };
+    run.current = { runId: "", threadId: "", seq: 0 };
+  }, []);
+
+  // Stops the run on the server, from whichever instance holds it: the stream being read
+  // (or followed) ends with the run's cancelled RUN_FINISHED, which sets the status.
+  const stop = useCallback(async () => {
+    const { url, send: _send, signal: _signal, ...rest } = o.current;
+    if (run.current.runId) await stopRun(url, run.current.runId, rest);
   }, []);
 
   return {
     text, toolCalls, interrupts, status, error, send,
+    /** The thread of the current run ("" before its RUN_STARTED), for followThread. */
+    threadId: () => run.current.threadId,
+    stop,
     approve: (id: string, args?: object) => decide(id, "approve", { args }),
     deny: (id: string, reason?: string) => decide(id, "deny", { reason }),
   };
