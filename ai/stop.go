@@ -82,13 +82,33 @@ func bindStop() engine.Option {
 // polled every poll. The request is read once at the start too, so an execution that
 // begins after the stop (a resumed or taken-over run) stops at once. stop ends the
 // watch.
+//
+// Unless it polls, the watch holds no goroutine while the run goes on: each wake-up, and
+// the first read, run on a short-lived one, so an idle run costs its handler's goroutine
+// only.
 func watchStop(ctx context.Context, j *journal.Journal, id string, poll time.Duration) (_ context.Context, stop func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
+	caps := j.Driver().Capabilities()
+	polled := caps.Has(journal.CapMultiProcess) && !caps.Has(journal.CapCrossProcessWakeups)
+	if !polled {
+		check := func() {
+			if ok, _ := j.StopRequested(ctx, id); ok {
+				cancel(errStopped)
+			}
+		}
+		if unsubscribe, ok := j.SubscribeStopFunc(id, check); ok {
+			go check()
+			return ctx, func() {
+				unsubscribe()
+				cancel(nil)
+			}
+		}
+	}
 	wake, unsubscribe := j.SubscribeStop(id)
 	done := make(chan struct{})
 	var ticker *time.Ticker
 	var tick <-chan time.Time
-	if caps := j.Driver().Capabilities(); caps.Has(journal.CapMultiProcess) && !caps.Has(journal.CapCrossProcessWakeups) {
+	if polled {
 		ticker = time.NewTicker(poll)
 		tick = ticker.C
 	}

@@ -53,6 +53,24 @@ func (j *Journal) SubscribeStop(streamID string) (<-chan struct{}, func()) {
 	return j.d.Subscribe(StopTopic(streamID))
 }
 
+// SubscribeStopFunc is [Journal.SubscribeStop] without a goroutine waiting on a channel:
+// each wake-up runs fn on a new goroutine (check with [Journal.StopRequested]) until
+// the returned function is called. ok is false when the driver cannot call back; use
+// SubscribeStop then.
+func (j *Journal) SubscribeStopFunc(streamID string, fn func()) (unsubscribe func(), ok bool) {
+	d := j.d
+	if o, isOff := d.(offloaded); isOff {
+		d = o.d
+	}
+	s, ok := d.(interface {
+		SubscribeFunc(topic string, fn func()) func()
+	})
+	if !ok {
+		return nil, false
+	}
+	return s.SubscribeFunc(StopTopic(streamID), fn), true
+}
+
 // MarkStopped makes the run's completion ([Run.Complete]) store [StatusCancelled]: the
 // run ended because it was stopped.
 func (r *Run) MarkStopped() {

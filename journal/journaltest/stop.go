@@ -29,11 +29,26 @@ func stopRequestIsStoredAndWakesTheHolder(t *testing.T, e *env) {
 	e.stream(a, "s1", "")
 	ch, cancel := a.SubscribeStop("s1")
 	defer cancel()
+	fch := make(chan struct{}, 1)
+	unsubscribe, byFunc := a.SubscribeStopFunc("s1", func() {
+		select {
+		case fch <- struct{}{}:
+		default:
+		}
+	})
+	if byFunc {
+		defer unsubscribe()
+	} else {
+		t.Log("the driver cannot call back: SubscribeStopFunc reports it, SubscribeStop serves")
+	}
 	if got, err := a.StopRequested(e.ctx, "s1"); err != nil || got {
 		t.Fatalf("StopRequested before any request = %v, %v", got, err)
 	}
 	must(t, "RequestStop", b.RequestStop(e.ctx, "s1"))
 	woken(t, ch, "a stop request made through another journal")
+	if byFunc {
+		woken(t, fch, "a stop request made through another journal, to a function subscription")
+	}
 	if got, err := a.StopRequested(e.ctx, "s1"); err != nil || !got {
 		t.Fatalf("StopRequested after a request = %v, %v", got, err)
 	}

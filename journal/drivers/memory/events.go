@@ -205,6 +205,12 @@ func (d *Driver) Subscribe(streamID string) (<-chan struct{}, func()) {
 	return d.hub.Subscribe(streamID)
 }
 
+// SubscribeFunc runs fn on a new goroutine after each wake-up of the topic, as Subscribe
+// signals its channel, until the returned function is called.
+func (d *Driver) SubscribeFunc(topic string, fn func()) func() {
+	return d.hub.SubscribeFunc(topic, fn)
+}
+
 // DeleteFinishedStreams implements journal.Driver.
 func (d *Driver) DeleteFinishedStreams(_ context.Context, before time.Time, limit int) (int, error) {
 	d.mu.Lock()

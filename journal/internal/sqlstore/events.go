@@ -357,6 +357,12 @@ func (s *Store) Subscribe(streamID string) (<-chan struct{}, func()) {
 	return s.hub.Subscribe(streamID)
 }
 
+// SubscribeFunc runs fn on a new goroutine after each wake-up of the topic, as Subscribe
+// signals its channel, until the returned function is called.
+func (s *Store) SubscribeFunc(topic string, fn func()) func() {
+	return s.hub.SubscribeFunc(topic, fn)
+}
+
 // DeleteFinishedStreams implements journal.Driver.
 func (s *Store) DeleteFinishedStreams(ctx context.Context, before time.Time, limit int) (int, error) {
 	var n int

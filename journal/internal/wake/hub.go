@@ -15,7 +15,11 @@ type Hub struct {
 	OnChange func()
 }
 
-type sub struct{ ch chan struct{} }
+// sub is one subscription: a channel, or a function run on a new goroutine per signal.
+type sub struct {
+	ch chan struct{}
+	fn func()
+}
 
 // New returns an empty hub.
 func New() *Hub { return &Hub{subs: map[string]map[*sub]struct{}{}} }
@@ -23,6 +27,18 @@ func New() *Hub { return &Hub{subs: map[string]map[*sub]struct{}{}} }
 // Subscribe registers for key; the channel holds at most one pending signal.
 func (h *Hub) Subscribe(key string) (<-chan struct{}, func()) {
 	s := &sub{ch: make(chan struct{}, 1)}
+	return s.ch, h.add(key, s)
+}
+
+// SubscribeFunc registers fn for key: each signal runs fn on a new goroutine, so a
+// subscriber that waits rarely holds no goroutine of its own. The function returned
+// ends the subscription (a signal already delivered may still run fn).
+func (h *Hub) SubscribeFunc(key string, fn func()) func() {
+	return h.add(key, &sub{fn: fn})
+}
+
+// add registers s for key and returns the function that removes it.
+func (h *Hub) add(key string, s *sub) func() {
 	h.mu.Lock()
 	m := h.subs[key]
 	if m == nil {
@@ -38,7 +54,7 @@ func (h *Hub) Subscribe(key string) (<-chan struct{}, func()) {
 		cb()
 	}
 	var once sync.Once
-	return s.ch, func() {
+	return func() {
 		once.Do(func() {
 			h.mu.Lock()
 			delete(h.subs[key], s)
@@ -68,7 +84,7 @@ func (h *Hub) Notify(key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.subs[key] {
-		signal(s.ch)
+		s.signal()
 	}
 }
 
@@ -78,14 +94,18 @@ func (h *Hub) NotifyAll() {
 	defer h.mu.Unlock()
 	for _, m := range h.subs {
 		for s := range m {
-			signal(s.ch)
+			s.signal()
 		}
 	}
 }
 
-func signal(ch chan struct{}) {
+func (s *sub) signal() {
+	if s.fn != nil {
+		go s.fn()
+		return
+	}
 	select {
-	case ch <- struct{}{}:
+	case s.ch <- struct{}{}:
 	default:
 	}
 }
