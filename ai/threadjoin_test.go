@@ -1,0 +1,172 @@
+package ai_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bbc28f59/engine/ai"
+	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/clientx/agent"
+)
+
+// TestThreadJoinMidRun: a follower that joins a thread with from=now while its second
+// run streams text gets the run's RUN_STARTED, then MESSAGES_SNAPSHOT with the whole
+// conversation so far (the first run, and the second's tool call and result), then the
+// open message from its start: a valid AG-UI sequence. The thread's history route then
+// reads the same conversation, finished.
+func TestThreadJoinMidRun(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, setup{turns: []turn{
+		{Calls: []call{{ID: "c1", Name: "tools_weather", Args: `{"city":"Oslo"}`}}},
+		{Text: strings.Repeat("tick ", 60), Delay: 10 * time.Millisecond},
+	}})
+	first := w.stream(t, "/chat/agui", `{"threadId":"tj","runId":"r1","messages":[{"id":"u1","role":"user","content":"Oslo?"}]}`)
+	first.finished(t)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.srv.URL+"/chat/agui",
+		strings.NewReader(`{"threadId":"tj","runId":"r2","messages":[{"id":"u1","role":"user","content":"Oslo?"},{"id":"u2","role":"user","content":"Again?"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var runID string
+	for f, err := range agent.ReadFrames(res.Body) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := f.Event.(agui.RunStarted); ok {
+			runID = s.RunID
+		}
+		if _, ok := f.Event.(agui.TextMessageContent); ok {
+			break // the second run is in the middle of its text
+		}
+	}
+	// The log is written behind the live stream: join once it holds some of the text.
+	for logged := false; !logged; {
+		_, rows, err := w.journal.ReadStream(ctx, runID, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range rows {
+			logged = logged || agui.TypeOf(row.Event) == agui.TypeTextMessageContent
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	frames, raw, err := w.followThreadQuery("tj", "?from=now", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	verifyAGUI(t, raw, true)
+	if len(frames) < 3 {
+		t.Fatalf("joined with %d frames:\n%s", len(frames), raw)
+	}
+	if s, ok := frames[0].Event.(agui.RunStarted); !ok || s.RunID != runID || frames[0].Seq != ai.ThreadEventID(2, 1) {
+		t.Fatalf("first frame %+v (id %d), want RUN_STARTED of %s", frames[0].Event, frames[0].Seq, runID)
+	}
+	snap, ok := frames[1].Event.(agui.MessagesSnapshot)
+	if !ok {
+		t.Fatalf("second frame %+v, want MESSAGES_SNAPSHOT:\n%s", frames[1].Event, raw)
+	}
+	roles := func(msgs []agui.InputMessage) string {
+		var out []string
+		for _, m := range msgs {
+			r := m.Role
+			if len(m.ToolCalls) > 0 {
+				r += "+call"
+			}
+			out = append(out, r)
+		}
+		return strings.Join(out, ",")
+	}
+	// The first run: user, assistant tool call, tool result, assistant text; the second:
+	// the new user message, its tool call and result. Its text is still being written.
+	eq(t, "snapshot roles", roles(snap.Messages), "user,assistant+call,tool,assistant,user,assistant+call,tool")
+	if !strings.Contains(snap.Messages[3].Content, "tick tick") || snap.Messages[1].ToolCalls[0].Function.Arguments != `{"city":"Oslo"}` {
+		t.Fatalf("snapshot %+v", snap.Messages)
+	}
+	var text strings.Builder
+	for _, f := range frames[2:] {
+		if c, ok := f.Event.(agui.TextMessageContent); ok {
+			text.WriteString(c.Delta)
+		}
+	}
+	eq(t, "the open message, whole", text.String(), strings.Repeat("tick ", 60))
+
+	// The history route reads the finished conversation.
+	status, body := w.get(t, "/agent/threads/tj/messages")
+	if status != http.StatusOK {
+		t.Fatalf("history: %d %s", status, body)
+	}
+	var hist struct {
+		Data ai.ThreadMessages `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &hist); err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "history roles", roles(hist.Data.Messages), "user,assistant+call,tool,assistant,user,assistant+call,tool,assistant")
+	eq(t, "last message", hist.Data.Messages[7].Content, strings.Repeat("tick ", 60))
+	if status, body := w.get(t, "/agent/threads/nope/messages"); status != http.StatusNotFound {
+		t.Fatalf("unknown thread: %d %s", status, body)
+	}
+}
+
+// followThreadQuery reads the thread follow route with a query until it has seen runs
+// run ends.
+func (w *world) followThreadQuery(threadID, query string, runs int) ([]agent.Frame, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.srv.URL+"/agent/threads/"+threadID+"/events"+query, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer res.Body.Close()
+	var frames []agent.Frame
+	var raw strings.Builder
+	for f, err := range agent.ReadFrames(res.Body) {
+		if err != nil {
+			return frames, raw.String(), err
+		}
+		frames = append(frames, f)
+		data, _ := agui.AppendJSON(nil, f.Event)
+		fmt.Fprintf(&raw, "id: %d\ndata: %s\n\n", f.Seq, data)
+		if _, ok := f.Event.(agui.RunFinished); ok {
+			if runs--; runs == 0 {
+				break
+			}
+		}
+	}
+	return frames, raw.String(), nil
+}
+
+// get reads path and returns the status and body.
+func (w *world) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	res, err := http.Get(w.srv.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, string(b)
+}
