@@ -3,6 +3,7 @@ package ai_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai"
 	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/clientx"
 	"github.com/bbc28f59/engine/clientx/agent"
 )
 
@@ -122,6 +125,41 @@ func TestThreadJoinMidRun(t *testing.T) {
 	if status, body := w.get(t, "/agent/threads/nope/messages"); status != http.StatusNotFound {
 		t.Fatalf("unknown thread: %d %s", status, body)
 	}
+
+	// The Go client reads the same history, and joins the finished thread at its next run.
+	c, err := clientx.New(w.srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := agent.ThreadMessages(ctx, c, "tj")
+	if err != nil || roles(msgs) != roles(hist.Data.Messages) {
+		t.Fatalf("ThreadMessages = %v, %v", roles(msgs), err)
+	}
+	if _, err := agent.ThreadMessages(ctx, c, "nope"); !isCode(err, "NotFound") {
+		t.Fatalf("ThreadMessages of an unknown thread: %v", err)
+	}
+	joined := make(chan agent.Frame, 1)
+	go func() {
+		for f, err := range agent.FollowThread(ctx, c, "tj", agent.FollowOptions{FromNow: true}) {
+			if err == nil {
+				joined <- f
+			}
+			close(joined)
+			return
+		}
+	}()
+	time.Sleep(100 * time.Millisecond) // the follower waits for the thread's next run
+	third := w.stream(t, "/chat/agui", `{"threadId":"tj","runId":"r3","messages":[{"id":"u3","role":"user","content":"More?"}]}`)
+	f, ok := <-joined
+	if s, isStart := f.Event.(agui.RunStarted); !ok || !isStart || s.RunID != third.started(t).RunID || f.Seq != ai.ThreadEventID(3, 1) {
+		t.Fatalf("joined the finished thread with %+v (id %d), want the third run's RUN_STARTED", f.Event, f.Seq)
+	}
+}
+
+// isCode reports whether err is an *engine.Error with the code.
+func isCode(err error, code string) bool {
+	var e *engine.Error
+	return errors.As(err, &e) && e.Code == code
 }
 
 // followThreadQuery reads the thread follow route with a query until it has seen runs
