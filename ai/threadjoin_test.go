@@ -208,3 +208,63 @@ func (w *world) get(t *testing.T, path string) (int, string) {
 	}
 	return res.StatusCode, string(b)
 }
+
+// TestFollowThreadThroughASignal follows a thread from before its first run through a
+// run a client starts and one a signal starts: a durable flow parked on the signal runs
+// the agent on the thread once the signal is set, with no client attached, and the
+// thread's follower sees it as the thread's second run.
+func TestFollowThreadThroughASignal(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, setup{turns: []turn{{Text: "One."}}})
+	type followed struct {
+		frames []agent.Frame
+		raw    string
+		err    error
+	}
+	got := make(chan followed, 1)
+	go func() {
+		frames, raw, err := w.followThread("tsig", "", 2)
+		got <- followed{frames, raw, err}
+	}()
+	// The signal's flow parks first: its caller is answered 202.
+	if status, body := w.post(t, "/chat/on-signal", `{"threadId":"tsig"}`); status != http.StatusAccepted {
+		t.Fatalf("the signal's flow answered %d %s, want 202 (parked)", status, body)
+	}
+	first := w.stream(t, "/chat/agui", `{"threadId":"tsig","runId":"r1","messages":[{"id":"u","role":"user","content":"count"}]}`)
+	if err := nudge.SetApp(t.Context(), w.app, "tsig", "count again"); err != nil {
+		t.Fatal(err)
+	}
+	f := <-got
+	if f.err != nil {
+		t.Fatal(f.err)
+	}
+	verifyAGUI(t, f.raw, true)
+	var started []string
+	var text strings.Builder
+	for _, fr := range f.frames {
+		switch ev := fr.Event.(type) {
+		case agui.RunStarted:
+			started = append(started, ev.RunID)
+			eq(t, "thread id", ev.ThreadID, "tsig")
+		case agui.TextMessageContent:
+			text.WriteString(ev.Delta)
+		}
+	}
+	if len(started) != 2 || started[0] != first.started(t).RunID || text.String() != "One.One." {
+		t.Fatalf("thread stream: runs %v (the first %s), text %q:\n%s", started, first.started(t).RunID, text.String(), f.raw)
+	}
+	// The history holds both runs' replies. The signal's message is no flow input (the
+	// flow's input names the thread only), so it is not in the history.
+	status, body := w.get(t, "/agent/threads/tsig/messages")
+	var hist struct {
+		Data ai.ThreadMessages `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &hist); status != http.StatusOK || err != nil {
+		t.Fatalf("history: %d %s", status, body)
+	}
+	var roles []string
+	for _, m := range hist.Data.Messages {
+		roles = append(roles, m.Role+":"+m.Content)
+	}
+	eq(t, "history", strings.Join(roles, ","), "user:count,assistant:One.,assistant:One.")
+}
