@@ -43,7 +43,9 @@ func bindThreadMessages() engine.Option {
 
 // History returns the conversation of the thread threadID as AG-UI messages, as the
 // caller of fx reads it: every run of the thread in order, the messages of its input
-// that are new (by id) and what its log holds. Errors: NotFound for a thread with no
+// that are new (by id) and what its log holds. A run's input messages are those of its
+// durable flow's input when that is an agent input (a string, {message}, {messages} or
+// AG-UI's RunAgentInput); a flow that takes anything else adds only what it logged. Errors: NotFound for a thread with no
 // run or one the caller may not read (only its owner, the principal who started its
 // first run, and operators may).
 func History(fx *engine.Fx, threadID string) ([]agui.InputMessage, error) {
