@@ -17,9 +17,15 @@ import (
 // followThread reads GET /agent/threads/:threadId/events until it has seen runs run
 // ends, and returns the frames and their SSE text.
 func (w *world) followThread(threadID, lastEventID string, runs int) ([]agent.Frame, string, error) {
+	return w.readThread(threadID, "", lastEventID, runs)
+}
+
+// readThread reads the thread follow route with a query (from=now) and a Last-Event-ID
+// until it has seen runs run ends.
+func (w *world) readThread(threadID, query, lastEventID string, runs int) ([]agent.Frame, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.srv.URL+"/agent/threads/"+threadID+"/events", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.srv.URL+"/agent/threads/"+threadID+"/events"+query, nil)
 	if err != nil {
 		return nil, "", err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -68,7 +67,7 @@ func TestThreadJoinMidRun(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	frames, raw, err := w.followThreadQuery("tj", "?from=now", 1)
+	frames, raw, err := w.readThread("tj", "?from=now", "", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,38 +159,6 @@ func TestThreadJoinMidRun(t *testing.T) {
 func isCode(err error, code string) bool {
 	var e *engine.Error
 	return errors.As(err, &e) && e.Code == code
-}
-
-// followThreadQuery reads the thread follow route with a query until it has seen runs
-// run ends.
-func (w *world) followThreadQuery(threadID, query string, runs int) ([]agent.Frame, string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.srv.URL+"/agent/threads/"+threadID+"/events"+query, nil)
-	if err != nil {
-		return nil, "", err
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, "", err
-	}
-	defer res.Body.Close()
-	var frames []agent.Frame
-	var raw strings.Builder
-	for f, err := range agent.ReadFrames(res.Body) {
-		if err != nil {
-			return frames, raw.String(), err
-		}
-		frames = append(frames, f)
-		data, _ := agui.AppendJSON(nil, f.Event)
-		fmt.Fprintf(&raw, "id: %d\ndata: %s\n\n", f.Seq, data)
-		if _, ok := f.Event.(agui.RunFinished); ok {
-			if runs--; runs == 0 {
-				break
-			}
-		}
-	}
-	return frames, raw.String(), nil
 }
 
 // get reads path and returns the status and body.
