@@ -64,7 +64,7 @@ func serveThread(fx *engine.Fx, w http.ResponseWriter, r *http.Request) {
 	sse := httpx.NewSSEWriter(w, httpx.SSEOptions{Heartbeat: cfg.Heartbeat})
 	defer sse.Close()
 	if last == 0 && r.URL.Query().Get("from") == "now" {
-		if pos, after, err = joinThread(ctx, app, sse, threadID); err != nil {
+		if pos, after, err = joinThread(ctx, app, p, sse, threadID); err != nil {
 			return
 		}
 	}
@@ -114,7 +114,7 @@ func serveThread(fx *engine.Fx, w http.ResponseWriter, r *http.Request) {
 // after. MESSAGES_SNAPSHOT carries the id of the last row it holds, so a resume after
 // it goes on with the next row. A latest run that has ended is not sent: the follow
 // waits for the next run.
-func joinThread(ctx context.Context, app *engine.App, sse *httpx.SSEWriter, threadID string) (pos, after int64, err error) {
+func joinThread(ctx context.Context, app *engine.App, p *engine.Principal, sse *httpx.SSEWriter, threadID string) (pos, after int64, err error) {
 	j := durable.JournalOf(app)
 	runs, err := j.ThreadRuns(ctx, threadID, 0, threadScan)
 	if err != nil || len(runs) == 0 {
@@ -122,7 +122,7 @@ func joinThread(ctx context.Context, app *engine.App, sse *httpx.SSEWriter, thre
 	}
 	var c convo
 	for _, run := range runs[:len(runs)-1] {
-		if _, err := c.addRun(ctx, j, run.StreamID, -1); err != nil {
+		if err := c.addRun(ctx, app, p, run.StreamID); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -131,6 +131,10 @@ func joinThread(ctx context.Context, app *engine.App, sse *httpx.SSEWriter, thre
 	if err != nil || st.FinishedAt != nil {
 		// Ended (or removed by retention): follow from the next run.
 		return latest.Pos + 1, 0, nil
+	}
+	if mayFollow(ctx, app, p, st, true, errHidden) != nil {
+		// Not the caller's to see: the follow's own check ends the stream there.
+		return latest.Pos, 0, nil
 	}
 	start, cut, closed := joinPoint(rows)
 	if start < 0 {
@@ -141,9 +145,7 @@ func joinThread(ctx context.Context, app *engine.App, sse *httpx.SSEWriter, thre
 		// Parked at an interrupt: its last segment is a whole AG-UI run.
 		return latest.Pos, rows[start].Seq - 1, nil
 	}
-	if _, err := c.addRun(ctx, j, latest.StreamID, cut); err != nil {
-		return 0, 0, err
-	}
+	c.add(ctx, j, st, rows[:cut])
 	id := func(seq int64) int64 { return ThreadEventID(latest.Pos, seq) }
 	if err := sse.WriteEvent(id(rows[start].Seq), rows[start].Event); err != nil {
 		return 0, 0, err

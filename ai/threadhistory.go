@@ -43,7 +43,8 @@ func bindThreadMessages() engine.Option {
 
 // History returns the conversation of the thread threadID as AG-UI messages, as the
 // caller of fx reads it: every run of the thread in order, the messages of its input
-// that are new (by id) and what its log holds. A run's input messages are those of its
+// that are new (by id) and what its log holds; a run the caller may not follow (one
+// another principal started on the thread) is left out. A run's input messages are those of its
 // durable flow's input when that is an agent input (a string, {message}, {messages} or
 // AG-UI's RunAgentInput); a flow that takes anything else adds only what it logged. Errors: NotFound for a thread with no
 // run or one the caller may not read (only its owner, the principal who started its
@@ -62,7 +63,7 @@ func History(fx *engine.Fx, threadID string) ([]agui.InputMessage, error) {
 	}
 	var c convo
 	for _, run := range runs {
-		if _, err := c.addRun(ctx, durable.JournalOf(app), run.StreamID, -1); err != nil {
+		if err := c.addRun(ctx, app, fx.Principal(), run.StreamID); err != nil {
 			return nil, err
 		}
 	}
@@ -110,29 +111,42 @@ type convo struct {
 	stateLost bool
 }
 
-// addRun folds the input of the run whose log is the stream id and its log's rows up to
-// row index upto (all when upto < 0); it returns the rows read. A run whose log
-// retention removed adds nothing.
-func (c *convo) addRun(ctx context.Context, j *journal.Journal, id string, upto int) ([]journal.EventRow, error) {
+// addRun folds the input of the run whose log is the stream id and its log, when the
+// caller p may follow the run ([mayFollow]). A run whose log retention removed, or one
+// the caller may not follow (a run another principal started on the thread), adds
+// nothing.
+func (c *convo) addRun(ctx context.Context, app *engine.App, p *engine.Principal, id string) error {
+	j := durable.JournalOf(app)
 	rows, st, err := readLog(ctx, j, id)
 	if errors.Is(err, journal.ErrNotFound) {
-		return nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
+	if err := mayFollow(ctx, app, p, st, true, errHidden); err != nil {
+		if errors.Is(err, errHidden) {
+			return nil
+		}
+		return err
+	}
+	c.add(ctx, j, st, rows)
+	return nil
+}
+
+// errHidden marks a run the caller may not follow.
+var errHidden = errors.New("ai: a run the caller may not follow")
+
+// add folds the input of the run whose log is st and the rows of its log.
+func (c *convo) add(ctx context.Context, j *journal.Journal, st journal.Stream, rows []journal.EventRow) {
 	if st.RunID != "" {
 		if rec, err := j.GetRun(ctx, st.RunID); err == nil {
-			c.addInput(id, rec.Input)
+			c.addInput(st.ID, rec.Input)
 		}
 	}
-	if upto < 0 || upto > len(rows) {
-		upto = len(rows)
-	}
-	for _, row := range rows[:upto] {
+	for _, row := range rows {
 		c.fold(row.Event)
 	}
-	return rows, nil
 }
 
 // readLog reads every row of the stream id stored so far.
