@@ -33,40 +33,8 @@ func TestThreadJoinMidRun(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.srv.URL+"/chat/agui",
-		strings.NewReader(`{"threadId":"tj","runId":"r2","messages":[{"id":"u1","role":"user","content":"Oslo?"},{"id":"u2","role":"user","content":"Again?"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	runID, res := w.midRun(t, ctx, `{"threadId":"tj","runId":"r2","messages":[{"id":"u1","role":"user","content":"Oslo?"},{"id":"u2","role":"user","content":"Again?"}]}`)
 	defer res.Body.Close()
-	var runID string
-	for f, err := range agent.ReadFrames(res.Body) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s, ok := f.Event.(agui.RunStarted); ok {
-			runID = s.RunID
-		}
-		if _, ok := f.Event.(agui.TextMessageContent); ok {
-			break // the second run is in the middle of its text
-		}
-	}
-	// The log is written behind the live stream: join once it holds some of the text.
-	for logged := false; !logged; {
-		_, rows, err := w.journal.ReadStream(ctx, runID, 0, 1000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, row := range rows {
-			logged = logged || agui.TypeOf(row.Event) == agui.TypeTextMessageContent
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 	frames, raw, err := w.readThread("tj", "?from=now", "", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -159,6 +127,76 @@ func TestThreadJoinMidRun(t *testing.T) {
 func isCode(err error, code string) bool {
 	var e *engine.Error
 	return errors.As(err, &e) && e.Code == code
+}
+
+// midRun starts an agent run on /chat/agui with body and returns once the run is in
+// the middle of its text, live and in its log, with the run id and the live response,
+// which the caller reads to the end.
+func (w *world) midRun(t *testing.T, ctx context.Context, body string) (string, *http.Response) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.srv.URL+"/chat/agui", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runID string
+	for f, err := range agent.ReadFrames(res.Body) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := f.Event.(agui.RunStarted); ok {
+			runID = s.RunID
+		}
+		if _, ok := f.Event.(agui.TextMessageContent); ok {
+			break // the run is in the middle of its text
+		}
+	}
+	// The log is written behind the live stream: return once it holds some of the text.
+	for logged := false; !logged; time.Sleep(5 * time.Millisecond) {
+		_, rows, err := w.journal.ReadStream(ctx, runID, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range rows {
+			logged = logged || agui.TypeOf(row.Event) == agui.TypeTextMessageContent
+		}
+	}
+	return runID, res
+}
+
+// TestThreadJoinWithState: a run with state joined mid-run starts with STATE_SNAPSHOT,
+// the state the client sent with the tool's change applied, before MESSAGES_SNAPSHOT.
+func TestThreadJoinWithState(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, setup{tools: []string{"tools.remember"}, turns: []turn{
+		{Calls: []call{{ID: "c1", Name: "tools_remember", Args: `{"key":"city","value":"Oslo"}`}}},
+		{Text: strings.Repeat("tick ", 60), Delay: 10 * time.Millisecond},
+	}})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, res := w.midRun(t, ctx, `{"threadId":"ts","runId":"r1","state":{"unit":"C"},"messages":[{"id":"u1","role":"user","content":"Remember Oslo"}]}`)
+	defer res.Body.Close()
+	frames, raw, err := w.readThread("ts", "?from=now", "", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	verifyAGUI(t, raw, true)
+	if len(frames) < 3 {
+		t.Fatalf("joined with:\n%s", raw)
+	}
+	st, ok := frames[1].Event.(agui.StateSnapshot)
+	var state map[string]string
+	if !ok || json.Unmarshal(st.Snapshot, &state) != nil || state["city"] != "Oslo" || state["unit"] != "C" || len(state) != 2 {
+		t.Fatalf("second frame %+v, want STATE_SNAPSHOT {city: Oslo, unit: C}:\n%s", frames[1].Event, raw)
+	}
+	if _, ok := frames[2].Event.(agui.MessagesSnapshot); !ok {
+		t.Fatalf("third frame %+v, want MESSAGES_SNAPSHOT", frames[2].Event)
+	}
 }
 
 // get reads path and returns the status and body.
