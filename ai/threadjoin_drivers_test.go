@@ -47,28 +47,8 @@ func TestThreadJoinOnDrivers(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer res.Body.Close()
-			var runID string
-			for f, err := range agent.ReadFrames(res.Body) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				if s, ok := f.Event.(agui.RunStarted); ok {
-					runID = s.RunID
-				}
-				if _, ok := f.Event.(agui.TextMessageContent); ok {
-					break
-				}
-			}
-			// The log is written behind the live stream: join once B reads some of the text.
-			for logged := false; !logged; time.Sleep(5 * time.Millisecond) {
-				_, rows, err := b.j.ReadStream(ctx, runID, 0, 1000)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, row := range rows {
-					logged = logged || agui.TypeOf(row.Event) == agui.TypeTextMessageContent
-				}
-			}
+			runID := untilText(t, res.Body)
+			waitLoggedText(t, ctx, b.j, runID)
 			var frames []agent.Frame
 			var raw strings.Builder
 			for f, err := range agent.FollowThread(ctx, b.client(t, apAlice), runID, agent.FollowOptions{FromNow: true}) {

@@ -15,6 +15,7 @@ import (
 	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/clientx"
 	"github.com/bbc28f59/engine/clientx/agent"
+	"github.com/bbc28f59/engine/journal"
 )
 
 // TestThreadJoinMidRun: a follower that joins a thread with from=now while its second
@@ -143,8 +144,17 @@ func (w *world) midRun(t *testing.T, ctx context.Context, body string) (string, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	runID := untilText(t, res.Body)
+	waitLoggedText(t, ctx, w.journal, runID)
+	return runID, res
+}
+
+// untilText reads a live agent stream until its first TEXT_MESSAGE_CONTENT and returns
+// the run id.
+func untilText(t *testing.T, body io.Reader) string {
+	t.Helper()
 	var runID string
-	for f, err := range agent.ReadFrames(res.Body) {
+	for f, err := range agent.ReadFrames(body) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,9 +165,15 @@ func (w *world) midRun(t *testing.T, ctx context.Context, body string) (string, 
 			break // the run is in the middle of its text
 		}
 	}
-	// The log is written behind the live stream: return once it holds some of the text.
+	return runID
+}
+
+// waitLoggedText waits until the log of the run holds some of its text: it is written
+// behind the live stream.
+func waitLoggedText(t *testing.T, ctx context.Context, j *journal.Journal, runID string) {
+	t.Helper()
 	for logged := false; !logged; time.Sleep(5 * time.Millisecond) {
-		_, rows, err := w.journal.ReadStream(ctx, runID, 0, 1000)
+		_, rows, err := j.ReadStream(ctx, runID, 0, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +181,6 @@ func (w *world) midRun(t *testing.T, ctx context.Context, body string) (string, 
 			logged = logged || agui.TypeOf(row.Event) == agui.TypeTextMessageContent
 		}
 	}
-	return runID, res
 }
 
 // TestThreadJoinWithState: a run with state joined mid-run starts with STATE_SNAPSHOT,
