@@ -107,6 +107,10 @@ var (
 	// chatAGUI takes AG-UI's RunAgentInput as it is: what an AG-UI frontend posts to.
 	chatAGUI = engine.DefineStream[ai.Input, agui.Event, ai.RunResult](chatUnit, "agui", engine.POST("/chat/agui"), engine.Public(), engine.Durable())
 	chatSync = engine.Define[ChatIn, *ai.AgentRun](chatUnit, "sync", engine.POST("/chat/sync"), engine.Public())
+	// chatOnSignal waits for the signal nudge under its thread id, then streams an agent
+	// run on that thread with the signal's value as the message: a run a signal starts.
+	chatOnSignal = engine.DefineStream[ChatIn, agui.Event, ai.RunResult](chatUnit, "onSignal", engine.POST("/chat/on-signal"), engine.Public(), engine.Durable())
+	nudge        = durable.NewSignal[string]("nudge")
 	// chatUI takes the AI SDK's chat request and answers with its UI message stream.
 	chatUI     = engine.DefineStream[uimessage.Request, uimessage.Chunk, ai.RunResult](chatUnit, "ui", engine.POST("/chat/ui"), engine.Public(), engine.Durable())
 	promptFlow = engine.Define[ChatIn, string](chatUnit, "prompt", engine.POST("/chat/prompt"), engine.Public(), engine.Durable())
@@ -355,6 +359,13 @@ func newWorld(t *testing.T, s setup) *world {
 			res, err := ai.StreamUI(fx, assistant, in, out, ai.RunOptions{})
 			w.keepErr(err)
 			return res, err
+		}),
+		engine.BindStream(chatOnSignal, func(fx *engine.Fx, in ChatIn, out *engine.Stream[agui.Event]) (ai.RunResult, error) {
+			msg, err := nudge.Wait(fx, in.ThreadID, time.Time{})
+			if err != nil {
+				return ai.RunResult{}, err // engine.ErrParked until the signal is set
+			}
+			return w.streamAgent(fx, assistant, ChatIn{Message: msg, ThreadID: in.ThreadID}, out)
 		}),
 		engine.Bind(chatSync, func(fx *engine.Fx, in ChatIn) (*ai.AgentRun, error) {
 			run, err := ai.Run(fx, assistant, chatInput(in), ai.RunOptions{ThreadID: in.ThreadID})

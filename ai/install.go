@@ -116,6 +116,7 @@ func Install(opts Options) engine.Option {
 		engine.Handle(http.MethodGet, FollowPath, serveFollow),
 		engine.Handle(http.MethodGet, ThreadFollowPath, serveThread),
 		bindStop(),
+		bindThreadMessages(),
 		engine.Validate(func(app *engine.App) error {
 			if !opts.PublicApprovals {
 				warnPublicApprovals(app)

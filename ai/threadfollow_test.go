@@ -3,6 +3,7 @@ package ai_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,9 +18,15 @@ import (
 // followThread reads GET /agent/threads/:threadId/events until it has seen runs run
 // ends, and returns the frames and their SSE text.
 func (w *world) followThread(threadID, lastEventID string, runs int) ([]agent.Frame, string, error) {
+	return w.readThread(threadID, "", lastEventID, runs)
+}
+
+// readThread reads the thread follow route with a query (from=now) and a Last-Event-ID
+// until it has seen runs run ends.
+func (w *world) readThread(threadID, query, lastEventID string, runs int) ([]agent.Frame, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.srv.URL+"/agent/threads/"+threadID+"/events", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.srv.URL+"/agent/threads/"+threadID+"/events"+query, nil)
 	if err != nil {
 		return nil, "", err
 	}
@@ -39,7 +46,7 @@ func (w *world) followThread(threadID, lastEventID string, runs int) ([]agent.Fr
 		}
 		frames = append(frames, f)
 		data, _ := agui.AppendJSON(nil, f.Event)
-		fmt.Fprintf(&raw, "id: %d\ndata: %s\n\n", f.Seq, data)
+		writeFrame(&raw, f.Seq, data)
 		if _, ok := f.Event.(agui.RunFinished); ok {
 			if runs--; runs == 0 {
 				break
@@ -164,4 +171,13 @@ func TestFollowThreadSkipsARunRetentionRemoved(t *testing.T) {
 	if strings.Join(started, ",") != strings.Join(runIDs[1:], ",") {
 		t.Fatalf("thread stream ran %v, want %v", started, runIDs[1:])
 	}
+}
+
+// writeFrame writes one SSE frame as the server sent it: a frame without an id (0) has
+// no id line.
+func writeFrame(w io.Writer, id int64, data []byte) {
+	if id > 0 {
+		fmt.Fprintf(w, "id: %d\n", id)
+	}
+	fmt.Fprintf(w, "data: %s\n\n", data)
 }

@@ -143,11 +143,11 @@ export interface DecideOptions extends AgentOptions {
 
 const base = (url: string) => url.replace(/\/+$/, "");
 
-async function decide(op: string, url: string, body: object, opts: DecideOptions, path = "/agent/approvals/" + op): Promise<void> {
+async function decide(op: string, url: string, body: object | undefined, opts: DecideOptions, path = "/agent/approvals/" + op): Promise<any> {
   const t = opts.transport || createTransport(opts);
   const target = base(url) + path;
   for (;;) {
-    const r = await t.request("POST", target, JSON.stringify(body), { signal: opts.signal });
+    const r = body ? await t.request("POST", target, JSON.stringify(body), { signal: opts.signal }) : await t.request("GET", target, undefined, { signal: opts.signal });
     if (r.error) throw new DecisionError(op, r.error, r.status);
     let env: any;
     try {
@@ -158,7 +158,7 @@ async function decide(op: string, url: string, body: object, opts: DecideOptions
     const te = (m: string) => new DecisionError(op, { code: "TransportError", data: { message: m, status: r.status } }, r.status);
     if (!env || typeof env != "object" || !("error" in env)) throw te(`HTTP ${r.status} reply without a {data, error} envelope`);
     if (env.error == null) {
-      if (r.status >= 200 && r.status < 300) return;
+      if (r.status >= 200 && r.status < 300) return env.data;
       throw te(`HTTP ${r.status} reply with a success envelope`);
     }
     const e: ClientError = { code: env.error.code, data: env.error.data ?? {} };
@@ -170,11 +170,11 @@ async function decide(op: string, url: string, body: object, opts: DecideOptions
 }
 
 /** Approves a parked tool call; args, when given, replace its input. Retries JournalLeaseBusy. */
-export const approve = (url: string, id: string, opts: DecideOptions & { args?: object } = {}) =>
+export const approve = (url: string, id: string, opts: DecideOptions & { args?: object } = {}): Promise<void> =>
   decide("approve", url, opts.args ? { id, args: opts.args } : { id }, opts);
 
 /** Denies a parked tool call; reason is what the model sees. Retries JournalLeaseBusy. */
-export const deny = (url: string, id: string, opts: DecideOptions & { reason?: string } = {}) =>
+export const deny = (url: string, id: string, opts: DecideOptions & { reason?: string } = {}): Promise<void> =>
   decide("deny", url, opts.reason ? { id, reason: opts.reason } : { id }, opts);
 
 /**
@@ -183,8 +183,28 @@ export const deny = (url: string, id: string, opts: DecideOptions & { reason?: s
  * cancelled; a parked run is cancelled and its approvals refused. A run that already
  * finished is refused with Conflict (isConflict), an unknown one with NotFound.
  */
-export const stop = (url: string, runId: string, opts: DecideOptions = {}) =>
+export const stop = (url: string, runId: string, opts: DecideOptions = {}): Promise<void> =>
   decide("stop", url, {}, opts, "/agent/runs/" + encodeURIComponent(runId) + "/stop");
+
+/** One message of a conversation, as AG-UI sends it in MESSAGES_SNAPSHOT. */
+export interface ThreadMessage {
+  id: string;
+  role: string;
+  content?: string;
+  toolCalls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
+  toolCallId?: string;
+  [key: string]: unknown;
+}
+
+/**
+ * Reads a conversation thread's messages (GET /agent/threads/:threadId/messages), for a
+ * page that reloads: what the clients sent and what the runs added, in order. Then
+ * followThread with fromNow goes on from there. An unknown thread, or one the caller may
+ * not read (only the starter of its first run and operators may), is refused with
+ * NotFound (a DecisionError, op "messages").
+ */
+export const threadMessages = async (url: string, threadId: string, opts: DecideOptions = {}): Promise<ThreadMessage[]> =>
+  (await decide("messages", url, undefined, opts, "/agent/threads/" + encodeURIComponent(threadId) + "/messages")).messages;
 
 export interface FollowOptions extends AgentOptions {
   /** Resume after this id (the last one received). */
@@ -213,10 +233,18 @@ export const follow = (url: string, runId: string, opts: FollowOptions = {}): As
  * Follows every run of a conversation thread (GET /agent/threads/:threadId/events), in
  * order: the runs already stored, then each run started later on any instance, as one
  * AG-UI stream. A thread has no end: stop with opts.signal or by leaving the loop. The
- * frames' ids resume with lastEventId; reconnects are follow's.
+ * frames' ids resume with lastEventId; reconnects are follow's. With opts.fromNow the
+ * follow joins where the thread is: a run in progress from the middle (RUN_STARTED, then
+ * STATE_SNAPSHOT where the run has state and MESSAGES_SNAPSHOT with the conversation so
+ * far, then the rest of the run), a thread whose latest run has ended from its next run.
  */
-export const followThread = (url: string, threadId: string, opts: FollowOptions = {}): AsyncGenerator<AgentFrame> =>
-  followAt(base(url) + "/agent/threads/" + encodeURIComponent(threadId) + "/events", opts, true);
+export const followThread = (url: string, threadId: string, opts: ThreadFollowOptions = {}): AsyncGenerator<AgentFrame> =>
+  followAt(base(url) + "/agent/threads/" + encodeURIComponent(threadId) + "/events" + (opts.fromNow ? "?from=now" : ""), opts, true);
+
+export interface ThreadFollowOptions extends FollowOptions {
+  /** Join the thread where it is instead of from its first run; lastEventId, when set, wins. */
+  fromNow?: boolean;
+}
 
 async function* followAt(target: string, opts: FollowOptions, thread: boolean): AsyncGenerator<AgentFrame> {
   let last = Number(opts.lastEventId || 0), fails = 0;

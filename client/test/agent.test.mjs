@@ -1,9 +1,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { lastValueFrom, toArray } from "rxjs";
-import { HttpAgent } from "@ag-ui/client";
+import { lastValueFrom, takeWhile, toArray } from "rxjs";
+import { HttpAgent, verifyEvents } from "@ag-ui/client";
 import { createClient } from "engine/client";
-import { readAgentEvents, readFrames, approve, deny, follow, followThread, stop, isConflict, DecisionError, outputOf } from "engine/client/agent";
+import { readAgentEvents, readFrames, approve, deny, follow, followThread, threadMessages, stop, isConflict, DecisionError, outputOf } from "engine/client/agent";
 import { URL_, app, signIn, fakeServer } from "./helpers.mjs";
 
 const alice = await signIn("alice@example.com");
@@ -110,6 +110,45 @@ test("followThread: a thread's runs in order, resumed by id", async () => {
   assert.equal(seen[0].event.runId, runId);
   const ids = seen.map((f) => Number(f.id));
   assert.ok(ids.every((n, i) => i == 0 || n > ids[i - 1]), "ids increase: " + ids);
+});
+
+test("threadMessages, and a mid-run join with fromNow read by the AG-UI HttpAgent", { timeout: 30000 }, async () => {
+  const threadId = "thread-join-" + Date.now();
+  const first = await api.chat.ask({ message: "hello", threadId });
+  assert.equal(first.error, null);
+  await collect(readAgentEvents(first.data));
+  const msgs = await threadMessages(URL_, threadId, { auth });
+  assert.deepEqual(msgs.map((m) => m.role), ["user", "assistant"]);
+  assert.equal(msgs[1].content, "Hello there, from the assistant.");
+  await assert.rejects(threadMessages(URL_, "thread-nope", { auth }), (e) => e instanceof DecisionError && e.error.code == "NotFound");
+
+  // A slow second run; the stock HttpAgent joins it mid-run through the thread route.
+  const second = await api.chat.ask({ message: "slow please", threadId });
+  assert.equal(second.error, null);
+  // Read by hand: leaving a for-await loop would cancel the stream, and so the run.
+  const live = readAgentEvents(second.data)[Symbol.asyncIterator]();
+  for (let r = await live.next(); !r.done && r.value.type != "TEXT_MESSAGE_CONTENT"; r = await live.next());
+  await new Promise((r) => setTimeout(r, 100)); // the log is written behind the live stream
+  class ThreadAgent extends HttpAgent {
+    requestInit(input) {
+      const { body, method, ...init } = super.requestInit(input);
+      return { ...init, method: "GET" };
+    }
+  }
+  const joiner = new ThreadAgent({
+    url: URL_ + "/agent/threads/" + encodeURIComponent(threadId) + "/events?from=now",
+    headers: { Authorization: "Bearer " + alice.accessToken },
+  });
+  // A thread has no end: the agent's request is aborted once the run is over.
+  const events = await lastValueFrom(
+    joiner.run({ threadId, runId: "join", messages: [], tools: [], context: [], state: {}, forwardedProps: {} }).pipe(takeWhile((e) => e.type != "RUN_FINISHED" && e.type != "RUN_ERROR", true), verifyEvents(), toArray()),
+  ).finally(() => joiner.abortRun());
+  const types = events.map((e) => e.type);
+  assert.equal(types[0], "RUN_STARTED");
+  assert.equal(types[1], "MESSAGES_SNAPSHOT");
+  assert.equal(types.at(-1), "RUN_FINISHED");
+  assert.deepEqual(events[1].messages.slice(0, 3).map((m) => m.role), ["user", "assistant", "user"]);
+  while (!(await live.next()).done);
 });
 
 test("deny, then follow; follow resumes after a cut connection with no gap and no duplicate", async () => {

@@ -29,6 +29,9 @@ type FollowOptions struct {
 	// Backoff is the wait before the first reconnect, doubled after each fruitless one up
 	// to [MaxFollowBackoff]. 0 means [DefaultFollowBackoff].
 	Backoff time.Duration
+	// FromNow makes [FollowThread] join the thread where it is, not from its first run;
+	// LastEventID, when set, wins. Follow ignores it.
+	FromNow bool
 }
 
 // Defaults of [FollowOptions].
