@@ -79,6 +79,8 @@ type Journal struct {
 	opts  Options
 	tails *tails
 	batch *logBatch // the log writers' timed commits, together
+	// batchObserver, when set, is told of every batch of log appends the journal stores.
+	batchObserver atomic.Pointer[func(appends int, d time.Duration)]
 
 	mu        sync.Mutex
 	resumer   func(ctx context.Context, run *Run)
@@ -430,4 +432,16 @@ func randomID(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// ObserveLogBatches has f told of every batch of event-log appends the journal stores
+// in one write (the log writers' timed commits, gathered per window): how many streams'
+// appends it held and how long the write took. A metric of batch sizes uses it; nil
+// stops the reports.
+func (j *Journal) ObserveLogBatches(f func(appends int, d time.Duration)) {
+	if f == nil {
+		j.batchObserver.Store(nil)
+		return
+	}
+	j.batchObserver.Store(&f)
 }

@@ -124,7 +124,11 @@ func (b *logBatch) store(items []batched) {
 	for i, it := range items {
 		batch[i] = it.fa
 	}
+	start := time.Now()
 	errs := b.j.d.AppendBatch(ctx, batch)
+	if f := b.j.batchObserver.Load(); f != nil {
+		(*f)(len(batch), time.Since(start))
+	}
 	if len(errs) != len(batch) {
 		err := fmt.Errorf("journal: the driver's AppendBatch gave %d results for %d appends", len(errs), len(batch))
 		errs = make([]error, len(batch))

@@ -21,6 +21,7 @@ type instruments struct {
 	decisionWait  metric.Float64Histogram
 	journalWrite  metric.Float64Histogram
 	truncated     metric.Int64Counter
+	logBatch      metric.Int64Histogram
 }
 
 // durationBuckets are the conventions' advised boundaries for request durations (s).
@@ -66,6 +67,9 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	add(err)
 	i.journalWrite, err = m.Float64Histogram("engine.journal.write.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of journal writes, retries included."), metric.WithExplicitBucketBoundaries(durationBuckets...))
+	add(err)
+	i.logBatch, err = m.Int64Histogram("engine.journal.log.batch.size", metric.WithUnit("{append}"),
+		metric.WithDescription("Streams' appends stored in one write of the event log's batch."))
 	add(err)
 	i.truncated, err = m.Int64Counter("engine.journal.log.truncated", metric.WithUnit("{stream}"),
 		metric.WithDescription("Event logs that reached their row cap and drop deltas."))

@@ -378,3 +378,39 @@ func TestLogTruncationCounted(t *testing.T) {
 		t.Fatalf("truncations %+v, want 1", sum.DataPoints)
 	}
 }
+
+func TestLogBatchSizesRecorded(t *testing.T) {
+	t.Parallel()
+	rec := newRecorder(t)
+	j, err := journal.New(memory.New(), journal.Options{PollInterval: time.Hour, CleanupInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = j.Close(context.Background()) })
+	if _, err := engine.New(durable.With(j), telemetry.New(rec.options(false))); err != nil {
+		t.Fatal(err)
+	}
+	var writers []*journal.LogWriter
+	for _, id := range []string{"s1", "s2", "s3"} {
+		w, err := j.CreateLog(t.Context(), journal.Stream{ID: id}, nil, journal.LogOptions{CommitInterval: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writers = append(writers, w)
+	}
+	for _, w := range writers {
+		if _, err := w.Write(t.Context(), json.RawMessage(`{"type":"e"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // past the writers' commit interval: their rows go to the batch
+	for _, w := range writers {
+		if err := w.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := rec.metric(t, "engine.journal.log.batch.size").(metricdata.Histogram[int64])
+	if len(h.DataPoints) != 1 || h.DataPoints[0].Count == 0 || h.DataPoints[0].Sum < 3 {
+		t.Fatalf("batch sizes %+v, want batches holding the three streams' appends", h.DataPoints)
+	}
+}

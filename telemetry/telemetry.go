@@ -14,9 +14,12 @@
 package telemetry
 
 import (
+	"context"
 	"log/slog"
+	"time"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/durable"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
@@ -50,7 +53,17 @@ func New(o Options) engine.Option {
 	if err != nil {
 		return engine.InvalidOption(err)
 	}
-	return engine.Options(engine.Intercept(t.serverSpan), engine.InterceptHandler(t.handlerScope))
+	return engine.Options(engine.Intercept(t.serverSpan), engine.InterceptHandler(t.handlerScope),
+		engine.Validate(t.observeJournal))
+}
+
+// observeJournal has the app's journal, when it has one, report its event-log batches.
+func (t *telemetry) observeJournal(app *engine.App) error {
+	if j := durable.JournalOf(app); j != nil && t.m.logBatch.Enabled(context.Background()) {
+		m := t.m.logBatch
+		j.ObserveLogBatches(func(appends int, _ time.Duration) { m.Record(context.Background(), int64(appends)) })
+	}
+	return nil
 }
 
 // telemetry is one app's reporter: its tracer, its instruments and its settings.
