@@ -31,6 +31,11 @@ type logBatch struct {
 	flushing bool
 	urgent   bool // a writer waits for its rows: flush as soon as the batch is free
 	last     time.Time
+	// storing names the streams of the flush under way, and stored is closed once their
+	// writers are settled (their rows in the tails): a follower the driver woke at the
+	// commit waits for that instead of reading the rows back from the database.
+	storing map[string]bool
+	stored  chan struct{}
 }
 
 // batched is one writer's rows in the batch.
@@ -90,6 +95,14 @@ func (b *logBatch) flush() {
 	items := b.waiting
 	b.waiting = nil
 	b.flushing, b.urgent = true, false
+	var stored chan struct{}
+	if len(items) > 0 {
+		stored = make(chan struct{})
+		b.storing, b.stored = make(map[string]bool, len(items)), stored
+		for _, it := range items {
+			b.storing[it.fa.Append.StreamID] = true
+		}
+	}
 	b.mu.Unlock()
 
 	if len(items) > 0 {
@@ -97,6 +110,10 @@ func (b *logBatch) flush() {
 	}
 
 	b.mu.Lock()
+	if stored != nil {
+		close(stored)
+		b.storing, b.stored = nil, nil
+	}
 	b.flushing = false
 	b.last = time.Now()
 	if len(b.waiting) > 0 {
@@ -150,4 +167,15 @@ func (b *logBatch) store(items []batched) {
 		}
 		it.w.settleBatch(it.fa.Append, err)
 	}
+}
+
+// storingStream returns a channel closed once the flush under way has settled the
+// writer of stream id, or nil when no flush under way holds its rows.
+func (b *logBatch) storingStream(id string) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.storing[id] {
+		return b.stored
+	}
+	return nil
 }

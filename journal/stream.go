@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // CreateStream stores the record of an agent event stream. CreatedAt defaults to now.
@@ -130,6 +131,23 @@ func (j *Journal) ReadStream(ctx context.Context, id string, after int64, limit 
 	}
 	if st, rows, ok := j.tails.read(id, after, limit, j.now()); ok {
 		return st, rows, nil
+	}
+	if stored := j.batch.storingStream(id); stored != nil {
+		// The stream's rows are being stored by this instance's batch: the driver wakes
+		// followers at the commit, before the batch has put the rows in the tail. Wait
+		// for that (bounded: the write is under way), then read the tail again.
+		wait := time.NewTimer(time.Second) // a database slow to commit: read it instead
+		select {
+		case <-stored:
+		case <-wait.C:
+		case <-ctx.Done():
+			wait.Stop()
+			return Stream{}, nil, ctx.Err()
+		}
+		wait.Stop()
+		if st, rows, ok := j.tails.read(id, after, limit, j.now()); ok {
+			return st, rows, nil
+		}
 	}
 	st, rows, err := j.d.ReadStream(ctx, id, after, limit)
 	if err == nil {

@@ -47,6 +47,9 @@ type tail struct {
 	rows    []EventRow // contiguous, ending at next-1
 	size    int
 	touched time.Time
+	// remembered: the rows came from a read of what another instance wrote
+	// ([tails.remember]), so newer rows may be in the database and not here.
+	remembered bool
 }
 
 func newTails(max int, ttl, maxAge time.Duration) *tails {
@@ -179,7 +182,7 @@ func (ts *tails) remember(st Stream, rows []EventRow, limit int, now time.Time) 
 		ts.sweep(now)
 		rec := st
 		rec.FinishedAt = nil
-		t = &tail{st: rec, next: rows[0].Seq, touched: touched}
+		t = &tail{st: rec, next: rows[0].Seq, touched: touched, remembered: true}
 		ts.m[st.ID] = t
 	case t.next != rows[0].Seq || t.st.FinishedAt != nil:
 		return
@@ -244,6 +247,12 @@ func (ts *tails) read(id string, after int64, limit int, now time.Time) (st Stre
 	}
 	i := int(after + 1 - first)
 	j := min(len(t.rows), i+limit)
+	if t.remembered && t.st.FinishedAt == nil && j-i < limit {
+		// A short page from rows another instance wrote: newer rows may have been
+		// committed since they were read, and a reader that asks again from the same
+		// place (a poll from the start) must see them.
+		return Stream{}, nil, false
+	}
 	// Capacity capped: a caller's append cannot write into the tail.
 	return t.st, t.rows[i:j:j], true
 }
