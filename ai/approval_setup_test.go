@@ -229,6 +229,26 @@ func (e *apEnv) request(t *testing.T, method, path, user string, hdr http.Header
 	return res, b
 }
 
+// openChat starts a chat as alice on /desk/chat and returns the response with its
+// stream still open, for tests that act while the run goes on; it is closed at the
+// end of the test (ctx ends the request earlier).
+func (e *apEnv) openChat(t *testing.T, ctx context.Context, message string) *http.Response {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"message": message})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.srv.URL+"/desk/chat", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(apUserHeader, apAlice)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	return res
+}
+
 // chat starts a run on path as user and returns the live stream's events.
 func (e *apEnv) chat(t *testing.T, path, user, message string) (raw []byte, events []agui.Event) {
 	t.Helper()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -96,17 +95,7 @@ func TestStopAcrossInstancesOnPostgres(t *testing.T) {
 	a, b := twoInstances(t, openaitest.Turn{Text: strings.Repeat("tick ", 400), Delay: 10 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.srv.URL+"/desk/chat", strings.NewReader(`{"message":"count"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(apUserHeader, apAlice)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
+	res := a.openChat(t, ctx, "count")
 	var runID string
 	var live []agent.Frame
 	type followed struct {

@@ -242,17 +242,7 @@ func TestStopTakenOverAfterTheLogEnded(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tk.a.srv.URL+"/desk/chat", strings.NewReader(`{"message":"count"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(apUserHeader, apAlice)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
+	res := tk.a.openChat(t, ctx, "count")
 	var runID string
 	for f, err := range agent.ReadFrames(res.Body) {
 		if err != nil {

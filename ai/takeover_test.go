@@ -206,14 +206,7 @@ func TestATakeoverAfterTheModelStepKeepsTheLiveIDsAndTheCallsEvents(t *testing.T
 	// recorded; its client keeps what it was shown.
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, tk.a.srv.URL+"/desk/chat", strings.NewReader(`{"message":"send bob 500"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(apUserHeader, apAlice)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
+	res := tk.a.openChat(t, ctx, "send bob 500")
 	var mu sync.Mutex
 	shown := map[int64]string{}
 	stream := ""

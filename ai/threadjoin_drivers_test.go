@@ -2,7 +2,6 @@ package ai_test
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -36,17 +35,7 @@ func TestThreadJoinOnDrivers(t *testing.T) {
 			a, b := tc.envs(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.srv.URL+"/desk/chat", strings.NewReader(`{"message":"count"}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set(apUserHeader, apAlice)
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
+			res := a.openChat(t, ctx, "count")
 			runID := untilText(t, res.Body)
 			waitLoggedText(t, ctx, b.j, runID)
 			var frames []agent.Frame

@@ -2,7 +2,6 @@ package ai_test
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -47,14 +46,7 @@ func TestThreadFollowReadsFromMemory(t *testing.T) {
 	e := newApEnv(t, apConfig{driver: drv, turns: []openaitest.Turn{{Text: strings.Repeat("word ", 300), Delay: 2 * time.Millisecond}}})
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.srv.URL+"/desk/chat", strings.NewReader(`{"message":"talk"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(apUserHeader, apAlice)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
+	res := e.openChat(t, ctx, "talk")
 	var runID string
 	for f, err := range agent.ReadFrames(res.Body) {
 		if err != nil {
