@@ -10,6 +10,7 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/journal"
 )
 
 // Input is the object form of an agent's input ([agui.Input]): one new user message,
@@ -104,6 +105,9 @@ func conversation(input any) (runInput, error) {
 	in, err := decodeInput(input)
 	if err != nil {
 		return runInput{}, err
+	}
+	if !journal.ValidID(in.ThreadID) {
+		return runInput{}, invalid(errors.New("ai: threadId may not hold a NUL character"), "threadId")
 	}
 	out := runInput{threadID: in.ThreadID, clientRunID: in.RunID}
 	if len(in.Resume) > 0 {

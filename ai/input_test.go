@@ -2,6 +2,7 @@ package ai_test
 
 import (
 	"errors"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -207,5 +208,19 @@ func TestAgentDeclarationErrors(t *testing.T) {
 			}
 			eq(t, "model requests", w.model.RequestCount(), 0)
 		})
+	}
+}
+
+// TestInputThreadIDNoJournalCanStore: a threadId holding a NUL character is bad input,
+// answered 400 at threadId before any run begins (no driver could record the thread).
+func TestInputThreadIDNoJournalCanStore(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, setup{turns: []turn{{Text: "never"}}})
+	status, body := w.post(t, "/chat/agui", `{"threadId":"t\u0000","runId":"r","messages":[{"id":"u","role":"user","content":"hi"}]}`)
+	if status != http.StatusBadRequest || !strings.Contains(body, `"ValidationError"`) || !strings.Contains(body, `"threadId"`) {
+		t.Fatalf("status %d: %s, want 400 ValidationError at threadId", status, body)
+	}
+	if n := w.model.RequestCount(); n != 0 {
+		t.Fatalf("the model was called %d times", n)
 	}
 }

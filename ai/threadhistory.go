@@ -83,6 +83,10 @@ func mayReadThread(ctx context.Context, app *engine.App, p *engine.Principal, th
 	if j == nil {
 		return nil, engine.NotFound("no thread %s", threadID)
 	}
+	if !journal.ValidID(threadID) {
+		// No run can be on such a thread: a follower would wait for one forever.
+		return nil, engine.NotFound("no thread with that id")
+	}
 	runs, err := j.ThreadRuns(ctx, threadID, 0, n)
 	if err != nil || len(runs) == 0 {
 		return nil, err

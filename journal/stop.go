@@ -25,6 +25,9 @@ func (j *Journal) RequestStop(ctx context.Context, streamID string) error {
 	if err := j.checkOpen(); err != nil {
 		return err
 	}
+	if unstorable(streamID) {
+		return ErrNotFound
+	}
 	st, err := j.d.GetStream(ctx, streamID)
 	if err != nil {
 		return err
@@ -41,6 +44,9 @@ func (j *Journal) RequestStop(ctx context.Context, streamID string) error {
 
 // StopRequested reports whether a stop of the stream was requested.
 func (j *Journal) StopRequested(ctx context.Context, streamID string) (bool, error) {
+	if unstorable(streamID) {
+		return false, nil
+	}
 	at, err := j.d.StopRequested(ctx, streamID)
 	return !at.IsZero(), err
 }

@@ -19,6 +19,26 @@ type askedDriver struct {
 
 func (d askedDriver) asked(what, id string) { d.t.Errorf("%s(%q) reached the driver", what, id) }
 
+func (d askedDriver) RequestStop(ctx context.Context, id string, now time.Time) (journal.DecideResult, error) {
+	d.asked("RequestStop", id)
+	return d.Driver.RequestStop(ctx, id, now)
+}
+
+func (d askedDriver) StopRequested(ctx context.Context, id string) (time.Time, error) {
+	d.asked("StopRequested", id)
+	return d.Driver.StopRequested(ctx, id)
+}
+
+func (d askedDriver) ThreadRuns(ctx context.Context, id string, after int64, limit int) ([]journal.ThreadRun, error) {
+	d.asked("ThreadRuns", id)
+	return d.Driver.ThreadRuns(ctx, id, after, limit)
+}
+
+func (d askedDriver) AddThreadRun(ctx context.Context, threadID, streamID string, now time.Time) (int64, error) {
+	d.asked("AddThreadRun", threadID+"/"+streamID)
+	return d.Driver.AddThreadRun(ctx, threadID, streamID, now)
+}
+
 func (d askedDriver) GetRun(ctx context.Context, id string) (journal.RunRecord, error) {
 	d.asked("GetRun", id)
 	return d.Driver.GetRun(ctx, id)
@@ -95,6 +115,24 @@ func TestIDsNoDatabaseKeepsAreUnknown(t *testing.T) {
 		}
 		if seq, err := j.LastSeq(ctx, id); err != nil || seq != 0 {
 			t.Errorf("LastSeq(%q): %d %v", id, seq, err)
+		}
+		if err := j.RequestStop(ctx, id); !errors.Is(err, journal.ErrNotFound) {
+			t.Errorf("RequestStop(%q): %v", id, err)
+		}
+		if asked, err := j.StopRequested(ctx, id); err != nil || asked {
+			t.Errorf("StopRequested(%q): %v %v", id, asked, err)
+		}
+		if runs, err := j.ThreadRuns(ctx, id, 0, 10); err != nil || len(runs) != 0 {
+			t.Errorf("ThreadRuns(%q): %v %v", id, runs, err)
+		}
+		if _, err := j.AddThreadRun(ctx, id, "s"); !errors.Is(err, journal.ErrUnstorableID) {
+			t.Errorf("AddThreadRun(%q, s): %v", id, err)
+		}
+		if _, err := j.AddThreadRun(ctx, "t", id); !errors.Is(err, journal.ErrUnstorableID) {
+			t.Errorf("AddThreadRun(t, %q): %v", id, err)
+		}
+		if journal.ValidID(id) {
+			t.Errorf("ValidID(%q) = true", id)
 		}
 	}
 }

@@ -17,6 +17,9 @@ func (j *Journal) AddThreadRun(ctx context.Context, threadID, streamID string) (
 	if threadID == "" || streamID == "" {
 		return 0, errors.New("journal: AddThreadRun needs a thread and a stream")
 	}
+	if unstorable(threadID) || unstorable(streamID) {
+		return 0, ErrUnstorableID
+	}
 	if err := j.checkOpen(); err != nil {
 		return 0, err
 	}
@@ -27,6 +30,9 @@ func (j *Journal) AddThreadRun(ctx context.Context, threadID, streamID string) (
 func (j *Journal) ThreadRuns(ctx context.Context, threadID string, after int64, limit int) ([]ThreadRun, error) {
 	if limit <= 0 {
 		limit = 100
+	}
+	if unstorable(threadID) {
+		return nil, nil // no thread can have that id: none of its runs
 	}
 	return j.d.ThreadRuns(ctx, threadID, after, limit)
 }
