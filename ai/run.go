@@ -209,16 +209,7 @@ func prepare(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions, stream 
 	if err != nil {
 		return nil, err
 	}
-	r.threadID = opts.ThreadID
-	if r.threadID == "" {
-		r.threadID = r.id
-	}
-	if stream && durable.JournalOf(fx.App()) != nil {
-		// The thread's runs in order: what a thread's follower reads.
-		if _, err := durable.JournalOf(fx.App()).AddThreadRun(fx.Context(), r.threadID, r.id); err != nil {
-			return nil, err
-		}
-	}
+	r.threadID = r.thread(r.id)
 	return r, nil
 }
 
@@ -339,8 +330,11 @@ func (r *AgentRun) openLog(ctx context.Context, j *journal.Journal) (*journal.Lo
 }
 
 // stream is the record of the run's event log under id.
+//
+// The stream names the run's thread, so the write that creates it also records it as the
+// thread's next run: what a thread's follower reads.
 func (r *AgentRun) stream(id string) journal.Stream {
-	st := journal.Stream{ID: id, Flow: r.fx.Flow().ID(), Tenant: r.fx.Tenant()}
+	st := journal.Stream{ID: id, Flow: r.fx.Flow().ID(), Tenant: r.fx.Tenant(), ThreadID: r.thread(id)}
 	if p := r.fx.Principal(); p != nil {
 		st.PrincipalID = p.ID
 	}
@@ -348,6 +342,15 @@ func (r *AgentRun) stream(id string) journal.Stream {
 		st.RunID = r.durable.ID
 	}
 	return st
+}
+
+// thread is the conversation thread of the run with the id: the one the input named, or
+// a thread of its own with the run's id.
+func (r *AgentRun) thread(id string) string {
+	if r.opts.ThreadID != "" {
+		return r.opts.ThreadID
+	}
+	return id
 }
 
 // endsRun reports whether a stored event ends its run; relays test every row they pass.

@@ -169,6 +169,11 @@ type Stream struct {
 	// continues after the larger of it and the last stored seq, so a seq once sent never
 	// names another event. At or below the last stored seq it reserves nothing.
 	Reserved int64
+	// ThreadID, on a stream being created, records the stream as the next run of that
+	// conversation thread in the same write ([Journal.AddThreadRun]; a driver wakes the
+	// thread's subscribers at its commit). The thread's runs are the record of it
+	// ([Journal.ThreadRuns]): a stream read back has no ThreadID.
+	ThreadID string
 }
 
 // Append is one write of rows to a stream, and the reservation stored with them.

@@ -491,6 +491,9 @@ func (r *Run) CreateLogStep(ctx context.Context, name string, newStream func() S
 		if s.ID == "" {
 			return nil, errors.New("journal: CreateLogStep: the stream needs an id")
 		}
+		if unstorable(s.ThreadID) {
+			return nil, ErrUnstorableID
+		}
 		// Nothing is reserved yet: the log's first event is stored before its seq is
 		// handed out, so a run taken over always continues a log that began (a client
 		// shown that first event and a follower of the stored log then see one history).

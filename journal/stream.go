@@ -18,6 +18,9 @@ func (j *Journal) createStream(ctx context.Context, s Stream) (Stream, error) {
 	if s.ID == "" {
 		return s, errors.New("journal: stream needs an id")
 	}
+	if unstorable(s.ThreadID) {
+		return s, ErrUnstorableID
+	}
 	if s.CreatedAt.IsZero() {
 		s.CreatedAt = j.now()
 	}

@@ -20,6 +20,7 @@ func stopCases() []testCase {
 		{"Stop/DecisionBeforeStopKeepsTheDecision", stopDecisionBeforeStopKeepsTheDecision},
 		{"Stop/WaitOfAStoppedRunReturnsErrStopped", stopWaitOfAStoppedRunReturnsErrStopped},
 		{"Threads/RunsInOrderWithoutGapAndWake", threadsRunsInOrderWithoutGapAndWake},
+		{"Threads/StreamNamingAThreadIsItsNextRun", threadsStreamNamingAThreadIsItsNextRun},
 	}
 }
 
@@ -219,5 +220,62 @@ func threadsRunsInOrderWithoutGapAndWake(t *testing.T, e *env) {
 	must(t, "ThreadRuns after 7", err)
 	if len(tail) != 1 || tail[0].Pos != 8 {
 		t.Fatalf("after 7, limit 1: %+v", tail)
+	}
+}
+
+// threadsStreamNamingAThreadIsItsNextRun is the case "Threads/StreamNamingAThreadIsItsNextRun":
+// a stream created with a ThreadID (by CreateStream, by CreateLog, and in a durable
+// step's write by CreateLogStep) is recorded as the thread's next run in the same write,
+// wakes the thread's subscribers on another instance, and is recorded once however often
+// its creation is retried or replayed.
+func threadsStreamNamingAThreadIsItsNextRun(t *testing.T, e *env) {
+	a, b := e.journal("a"), e.journal("b")
+	ch, cancel := b.Subscribe(journal.ThreadTopic("conv"))
+	defer cancel()
+	_, err := a.AddThreadRun(e.ctx, "conv", "earlier")
+	must(t, "AddThreadRun", err)
+	woken(t, ch, "the thread's first run")
+
+	must(t, "CreateStream", a.CreateStream(e.ctx, journal.Stream{ID: "plain", Flow: "f", ThreadID: "conv"}))
+	woken(t, ch, "a stream created on the thread")
+	if err := b.CreateStream(e.ctx, journal.Stream{ID: "plain", Flow: "f", ThreadID: "conv"}); !errors.Is(err, journal.ErrConflict) {
+		t.Fatalf("creating the stream again: %v, want ErrConflict", err)
+	}
+	w, err := a.CreateLog(e.ctx, journal.Stream{ID: "logged", Flow: "f", ThreadID: "conv"}, nil, journal.LogOptions{})
+	must(t, "CreateLog", err)
+	must(t, "Finish", w.Finish(e.ctx))
+
+	r := e.begin(a)
+	step := func(r *journal.Run) {
+		t.Helper()
+		w, err := r.CreateLogStep(e.ctx, "log", func() journal.Stream {
+			return journal.Stream{ID: "durable", Flow: "f", ThreadID: "conv"}
+		}, journal.LogOptions{})
+		must(t, "CreateLogStep", err)
+		must(t, "Close", w.Close(e.ctx))
+	}
+	step(r)
+	must(t, "Suspend", r.Suspend(e.ctx))
+	r2, err := b.Claim(e.ctx, r.ID)
+	must(t, "Claim", err)
+	step(r2) // the replay finds the step's stream: no second thread run
+
+	runs, err := b.ThreadRuns(e.ctx, "conv", 0, 10)
+	must(t, "ThreadRuns", err)
+	var got []string
+	for i, tr := range runs {
+		if tr.Pos != int64(i+1) {
+			t.Fatalf("runs = %+v: positions must be 1..n", runs)
+		}
+		got = append(got, tr.StreamID)
+	}
+	if fmt.Sprint(got) != "[earlier plain logged durable]" {
+		t.Fatalf("thread runs %v, want [earlier plain logged durable]", got)
+	}
+	if other, err := a.ThreadRuns(e.ctx, "durable", 0, 10); err != nil || len(other) != 0 {
+		t.Fatalf("a stream naming a thread has no thread of its own: %+v, %v", other, err)
+	}
+	if err := a.CreateStream(e.ctx, journal.Stream{ID: "bad", Flow: "f", ThreadID: "a\x00b"}); !errors.Is(err, journal.ErrUnstorableID) {
+		t.Fatalf("a thread id no driver can store: %v, want ErrUnstorableID", err)
 	}
 }

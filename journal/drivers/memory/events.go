@@ -13,11 +13,15 @@ import (
 // CreateStream implements journal.Driver.
 func (d *Driver) CreateStream(_ context.Context, s journal.Stream) error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if _, ok := d.streams[s.ID]; ok {
+		d.mu.Unlock()
 		return journal.ErrConflict
 	}
-	d.streams[s.ID] = &streamEntry{Stream: s}
+	wake := d.openStream(s)
+	d.mu.Unlock()
+	if wake != "" {
+		d.hub.Notify(wake)
+	}
 	return nil
 }
 

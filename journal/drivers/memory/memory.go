@@ -204,8 +204,11 @@ func (d *Driver) InsertStep(_ context.Context, f journal.Fence, s journal.StepRe
 		d.mu.Unlock()
 		return err
 	}
+	var wake []string
 	for _, st := range w.Opens {
-		d.streams[st.ID] = &streamEntry{Stream: st}
+		if topic := d.openStream(st); topic != "" {
+			wake = append(wake, topic)
+		}
 	}
 	for _, a := range w.Appends {
 		d.streams[a.StreamID].store(a)
@@ -216,6 +219,9 @@ func (d *Driver) InsertStep(_ context.Context, f journal.Fence, s journal.StepRe
 	d.mu.Unlock()
 	for _, a := range w.Appends {
 		d.hub.Notify(a.StreamID)
+	}
+	for _, topic := range wake {
+		d.hub.Notify(topic)
 	}
 	return nil
 }

@@ -49,18 +49,40 @@ func (d *Driver) StopRequested(_ context.Context, streamID string) (time.Time, e
 // AddThreadRun implements journal.Driver.
 func (d *Driver) AddThreadRun(_ context.Context, threadID, streamID string, now time.Time) (int64, error) {
 	d.mu.Lock()
+	pos, added := d.addThreadRun(threadID, streamID, now)
+	d.mu.Unlock()
+	if added {
+		d.hub.Notify(journal.ThreadTopic(threadID))
+	}
+	return pos, nil
+}
+
+// addThreadRun records the stream as the thread's next run unless it is one already,
+// and returns its position; d.mu must be held.
+func (d *Driver) addThreadRun(threadID, streamID string, now time.Time) (pos int64, added bool) {
 	runs := d.threads[threadID]
 	for _, r := range runs {
 		if r.StreamID == streamID {
-			d.mu.Unlock()
-			return r.Pos, nil
+			return r.Pos, false
 		}
 	}
-	pos := int64(len(runs)) + 1
+	pos = int64(len(runs)) + 1
 	d.threads[threadID] = append(runs, journal.ThreadRun{Pos: pos, StreamID: streamID, CreatedAt: now})
-	d.mu.Unlock()
-	d.hub.Notify(journal.ThreadTopic(threadID))
-	return pos, nil
+	return pos, true
+}
+
+// openStream stores a new stream's record, and its thread's run when it names a thread
+// ([journal.Stream.ThreadID]); it returns the thread's wake-up topic to notify after
+// d.mu is released, or "". d.mu must be held.
+func (d *Driver) openStream(s journal.Stream) (wake string) {
+	if s.ThreadID != "" {
+		if _, added := d.addThreadRun(s.ThreadID, s.ID, s.CreatedAt); added {
+			wake = journal.ThreadTopic(s.ThreadID)
+		}
+		s.ThreadID = ""
+	}
+	d.streams[s.ID] = &streamEntry{Stream: s}
+	return wake
 }
 
 // ThreadRuns implements journal.Driver.

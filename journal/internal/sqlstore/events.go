@@ -50,9 +50,50 @@ func (s *Store) woken(ctx context.Context, ids ...string) {
 	}
 }
 
-// CreateStream implements journal.Driver.
+// CreateStream implements journal.Driver: one statement, or one transaction with the
+// thread's run when the stream names a thread.
 func (s *Store) CreateStream(ctx context.Context, st journal.Stream) error {
-	return s.createStream(ctx, s, st)
+	if st.ThreadID == "" {
+		return s.createStream(ctx, s, st)
+	}
+	return s.txWaking(ctx, func(ctx context.Context, tx *txq) ([]string, error) {
+		return s.openStream(ctx, tx, st, nil)
+	})
+}
+
+// txWaking runs fn in a transaction ([Store.tx]) and wakes the subscribers of the ids fn
+// returns at its commit ([Store.wakeIn], [Store.woken]).
+func (s *Store) txWaking(ctx context.Context, fn func(ctx context.Context, tx *txq) ([]string, error)) error {
+	var wake []string
+	err := s.tx(ctx, func(ctx context.Context, tx *txq) error {
+		var err error
+		if wake, err = fn(ctx, tx); err != nil {
+			return err
+		}
+		return s.wakeIn(ctx, tx, wake...)
+	})
+	if err != nil {
+		return err
+	}
+	s.woken(ctx, wake...)
+	return nil
+}
+
+// openStream creates a stream inside tx and, when it names a thread, records it as the
+// thread's next run; it returns wake with the thread's topic added when the run was
+// recorded, for the commit to wake.
+func (s *Store) openStream(ctx context.Context, tx *txq, st journal.Stream, wake []string) ([]string, error) {
+	if err := s.createStream(ctx, tx, st); err != nil {
+		return wake, err
+	}
+	if st.ThreadID == "" {
+		return wake, nil
+	}
+	_, added, err := s.addThreadRun(ctx, tx, st.ThreadID, st.ID, st.CreatedAt)
+	if added {
+		wake = append(wake, journal.ThreadTopic(st.ThreadID))
+	}
+	return wake, err
 }
 
 // createStream inserts a stream record through ex, the store or a transaction.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/bbc28f59/engine/journal"
@@ -86,29 +87,48 @@ func (s *Store) StopRequested(ctx context.Context, streamID string) (time.Time, 
 	return tm(at), nil
 }
 
-// AddThreadRun implements journal.Driver. The next position is computed in the insert; a
-// concurrent insert that took it first makes the statement insert nothing, and it runs
-// again.
+// AddThreadRun implements journal.Driver in one transaction, the thread's wake-up going
+// out with the commit.
 func (s *Store) AddThreadRun(ctx context.Context, threadID, streamID string, now time.Time) (int64, error) {
-	for {
-		var pos int64
-		err := s.queryRow(ctx, `SELECT pos FROM `+s.threads+` WHERE thread_id = ? AND stream_id = ?`, threadID, streamID).Scan(&pos)
+	var pos int64
+	err := s.txWaking(ctx, func(ctx context.Context, tx *txq) ([]string, error) {
+		var added bool
+		var err error
+		if pos, added, err = s.addThreadRun(ctx, tx, threadID, streamID, now); err != nil || !added {
+			return nil, err
+		}
+		return []string{journal.ThreadTopic(threadID)}, nil
+	})
+	return pos, err
+}
+
+// threadTries bounds addThreadRun's attempts: each lost one means another run of the
+// same thread took the position at the same moment, which a conversation's runs, one
+// after the other, hardly ever do.
+const threadTries = 16
+
+// addThreadRun records the stream as the thread's next run inside tx unless it is one
+// already, and returns its position. The insert computes the next position and returns
+// it; one that inserts nothing met either the stream's own row (its position is read
+// back) or a concurrent run that took the position first (it runs again, and sees that
+// run's row).
+func (s *Store) addThreadRun(ctx context.Context, tx *txq, threadID, streamID string, now time.Time) (pos int64, added bool, err error) {
+	for range threadTries {
+		err = tx.QueryRowContext(ctx, `INSERT INTO `+s.threads+` (thread_id, pos, stream_id, created_at)
+			SELECT ?, COALESCE(MAX(pos), 0) + 1, ?, ? FROM `+s.threads+` WHERE thread_id = ?
+			ON CONFLICT DO NOTHING RETURNING pos`, threadID, streamID, ns(now), threadID).Scan(&pos)
 		if err == nil {
-			return pos, nil
+			return pos, true, nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
-			return 0, err
+			return 0, false, err
 		}
-		res, err := s.exec(ctx, `INSERT INTO `+s.threads+` (thread_id, pos, stream_id, created_at)
-			SELECT ?, COALESCE(MAX(pos), 0) + 1, ?, ? FROM `+s.threads+` WHERE thread_id = ?
-			ON CONFLICT DO NOTHING`, threadID, streamID, ns(now), threadID)
-		if err != nil {
-			return 0, err
-		}
-		if n, _ := res.RowsAffected(); n == 1 {
-			s.notify(ctx, journal.ThreadTopic(threadID))
+		err = tx.QueryRowContext(ctx, `SELECT pos FROM `+s.threads+` WHERE thread_id = ? AND stream_id = ?`, threadID, streamID).Scan(&pos)
+		if !errors.Is(err, sql.ErrNoRows) {
+			return pos, false, err
 		}
 	}
+	return 0, false, fmt.Errorf("journal: thread %s: another run took each next position %d times", threadID, threadTries)
 }
 
 // ThreadRuns implements journal.Driver.

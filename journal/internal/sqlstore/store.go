@@ -338,36 +338,32 @@ func (s *Store) LoadSteps(ctx context.Context, runID string) ([]journal.StepReco
 
 // InsertStep implements journal.Driver.
 func (s *Store) InsertStep(ctx context.Context, f journal.Fence, st journal.StepRecord, w journal.StepWrites) error {
-	err := s.tx(ctx, func(ctx context.Context, tx *txq) error {
+	return s.txWaking(ctx, func(ctx context.Context, tx *txq) ([]string, error) {
 		if err := s.checkFence(ctx, tx, f); err != nil {
-			return err
+			return nil, err
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO `+s.steps+` (run_id, position, name, result, error, created_at) VALUES (?,?,?,?,?,?)
 			ON CONFLICT (run_id, position) DO NOTHING`, st.RunID, st.Position, st.Name, js(st.Result), st.Error, ns(st.CreatedAt))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return journal.ErrStepExists
+			return nil, journal.ErrStepExists
 		}
+		wake := appended(w)
 		for _, o := range w.Opens {
-			if err := s.createStream(ctx, tx, o); err != nil {
-				return err // the transaction rolls back: the step is not stored either
+			if wake, err = s.openStream(ctx, tx, o, wake); err != nil {
+				return nil, err // the transaction rolls back: the step is not stored either
 			}
 		}
 		for _, a := range w.Appends {
 			// The fence was checked above, and holds the run row for the transaction.
 			if _, err := s.appendTx(ctx, tx, &f, a, true); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		return s.wakeIn(ctx, tx, appended(w)...)
+		return wake, nil
 	})
-	if err != nil {
-		return err
-	}
-	s.woken(ctx, appended(w)...)
-	return nil
 }
 
 const parkCols = `run_id, park_key, deadline, payload, decision_kind, decision_payload, decided_at, created_at, topic, after_version, trace, decision_trace`
