@@ -57,6 +57,9 @@ type AgentRun struct {
 	// stoppedEarlier: an earlier execution ended the log as stopped before the journal
 	// recorded the run's end; this one records it and does nothing else.
 	stoppedEarlier bool
+	// stops watches for a stop of a run whose log's stream did not exist yet when the
+	// watch began (see subscribeStop); execute takes it over.
+	stops *stopWatch
 }
 
 // HeaderOmitDone is the request header with which a caller asks an agent stream to leave
@@ -198,10 +201,17 @@ func prepare(fx *engine.Fx, agent *AgentDef, input any, opts RunOptions, stream 
 	// A durable run that streams creates its log's stream in the same journal write as
 	// the run id's step.
 	if r.durable != nil && stream {
+		// The stop watch of a new run begins before its stream exists, so it needs no
+		// read of the stop state; a replayed step returns the stream it created before.
+		id := newRunID()
+		sw := subscribeStop(fx.Context(), durable.JournalOf(fx.App()), id)
 		r.log, err = r.durable.CreateLogStep(fx.Context(), "agent-run:"+agent.name,
-			func() journal.Stream { return r.stream(newRunID()) }, logOptions)
+			func() journal.Stream { return r.stream(id) }, logOptions)
 		if err == nil {
 			r.id = r.log.StreamID()
+		}
+		if r.stops = sw; err != nil || r.id != id {
+			r.dropStops()
 		}
 	} else {
 		r.id, err = durable.Step(fx, "agent-run:"+agent.name, func(context.Context) (string, error) { return newRunID(), nil })
@@ -253,14 +263,20 @@ func (r *AgentRun) execute(ctx context.Context, sse wire) {
 		parent.custom(agui.CustomSubagentStarted, map[string]any{"agent": r.agent.name, "runId": r.id})
 	}
 	if j := durable.JournalOf(r.fx.App()); j != nil && sse != nil {
+		if r.durable == nil {
+			// The run's id is new and its stream not created yet: watch from now.
+			r.stops = subscribeStop(ctx, j, r.id)
+		}
 		w, err := r.openLog(ctx, j)
 		if err != nil {
+			r.dropStops()
 			r.err = err
 			em.emit(agui.RunError{Message: "ai: opening the run's event log: " + err.Error()})
 			return
 		}
 		em.log = w
 		if w == nil && r.stoppedEarlier {
+			r.dropStops()
 			r.endStopped()
 			return
 		}
@@ -283,8 +299,15 @@ func (r *AgentRun) execute(ctx context.Context, sse wire) {
 	lctx := ctx
 	if em.log != nil {
 		var stop func()
-		lctx, stop = watchStop(ctx, durable.JournalOf(r.fx.App()), r.id, configOf(r.fx.App()).FollowPoll)
+		if r.stops != nil {
+			lctx, stop = r.stops.attach(ctx)
+			r.stops = nil
+		} else {
+			lctx, stop = watchStop(ctx, durable.JournalOf(r.fx.App()), r.id, configOf(r.fx.App()).FollowPoll)
+		}
 		defer stop()
+	} else {
+		r.dropStops()
 	}
 	r.loop(lctx, em)
 	if parent != nil {
@@ -342,6 +365,15 @@ func (r *AgentRun) stream(id string) journal.Stream {
 		st.RunID = r.durable.ID
 	}
 	return st
+}
+
+// dropStops ends the stop watch of a run that ends, or goes on without its log, before
+// it watched.
+func (r *AgentRun) dropStops() {
+	if r.stops != nil {
+		r.stops.unsubscribe()
+		r.stops = nil
+	}
 }
 
 // thread is the conversation thread of the run with the id: the one the input named, or

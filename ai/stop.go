@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/bbc28f59/engine"
@@ -80,30 +81,21 @@ func bindStop() engine.Option {
 // is requested, on any instance: the journal wakes the subscription (a Postgres
 // notification across processes), and a driver shared by processes without wake-ups is
 // polled every poll. The request is read once at the start too, so an execution that
-// begins after the stop (a resumed or taken-over run) stops at once. stop ends the
+// begins after the stop (a resumed or taken-over run) stops at once; a run whose watch
+// began before its stream existed ([subscribeStop]) needs no such read. stop ends the
 // watch.
 //
 // Unless it polls, the watch holds no goroutine while the run goes on: each wake-up, and
 // the first read, run on a short-lived one, so an idle run costs its handler's goroutine
 // only.
 func watchStop(ctx context.Context, j *journal.Journal, id string, poll time.Duration) (_ context.Context, stop func()) {
+	if sw := subscribeStop(ctx, j, id); sw != nil {
+		go sw.check()
+		return sw.attach(ctx)
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	caps := j.Driver().Capabilities()
 	polled := caps.Has(journal.CapMultiProcess) && !caps.Has(journal.CapCrossProcessWakeups)
-	if !polled {
-		check := func() {
-			if ok, _ := j.StopRequested(ctx, id); ok {
-				cancel(errStopped)
-			}
-		}
-		if unsubscribe, ok := j.SubscribeStopFunc(id, check); ok {
-			go check()
-			return ctx, func() {
-				unsubscribe()
-				cancel(nil)
-			}
-		}
-	}
 	wake, unsubscribe := j.SubscribeStop(id)
 	done := make(chan struct{})
 	var ticker *time.Ticker
@@ -170,5 +162,69 @@ func (r *AgentRun) endStopped() {
 	r.finished = true
 	if r.durable != nil {
 		r.durable.MarkStopped()
+	}
+}
+
+// stopWatch is a run's subscription to its stop requests, made by [subscribeStop]
+// before the run has a context to cancel: a request seen before [stopWatch.attach] is
+// kept for it.
+type stopWatch struct {
+	j           *journal.Journal
+	ctx         context.Context // for the reads of the request
+	id          string
+	unsubscribe func()
+
+	mu        sync.Mutex
+	requested bool
+	cancel    context.CancelCauseFunc
+}
+
+// subscribeStop subscribes to the stop requests of the stream id, each wake-up read on a
+// short-lived goroutine. Made before the stream is created, it needs no first read: a stop
+// can be asked only of a stream that exists, so every request wakes it. It returns nil
+// when the driver polls or cannot call back ([watchStop] then watches).
+func subscribeStop(ctx context.Context, j *journal.Journal, id string) *stopWatch {
+	caps := j.Driver().Capabilities()
+	if caps.Has(journal.CapMultiProcess) && !caps.Has(journal.CapCrossProcessWakeups) {
+		return nil
+	}
+	sw := &stopWatch{j: j, ctx: context.WithoutCancel(ctx), id: id}
+	unsubscribe, ok := j.SubscribeStopFunc(id, sw.check)
+	if !ok {
+		return nil
+	}
+	sw.unsubscribe = unsubscribe
+	return sw
+}
+
+// check reads whether a stop was requested and, if so, cancels the attached context (or
+// keeps the request for attach).
+func (sw *stopWatch) check() {
+	if ok, _ := sw.j.StopRequested(sw.ctx, sw.id); !ok {
+		return
+	}
+	sw.mu.Lock()
+	sw.requested = true
+	cancel := sw.cancel
+	sw.mu.Unlock()
+	if cancel != nil {
+		cancel(errStopped)
+	}
+}
+
+// attach returns ctx cancelled with cause errStopped once a stop is requested (at once if
+// one was), and the function that ends the watch.
+func (sw *stopWatch) attach(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	sw.mu.Lock()
+	sw.cancel = cancel
+	requested := sw.requested
+	sw.mu.Unlock()
+	if requested {
+		cancel(errStopped)
+	}
+	return ctx, func() {
+		sw.unsubscribe()
+		cancel(nil)
 	}
 }
