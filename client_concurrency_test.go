@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bbc28f59/engine/clientx"
+	"github.com/bbc28f59/engine/examples/conformance/contract"
 	tc "github.com/bbc28f59/engine/internal/testcontract"
 )
 
@@ -24,13 +25,13 @@ func TestConcurrentCalls(t *testing.T) {
 		wg.Go(func() {
 			for i := range 15 {
 				n := float64(g*100 + i)
-				if r := clientx.Call(ctx, c, tc.Square, tc.SquareIn{N: n}); r.Error != nil || r.Data.Square != n*n {
+				if r := clientx.Call(ctx, c, contract.Square, contract.SquareIn{N: n}); r.Error != nil || r.Data.Square != n*n {
 					t.Errorf("square(%v) = %+v, %v", n, r.Data, r.Error)
 				}
-				if r := clientx.Call(ctx, c, tc.Add, tc.AddIn{A: n, B: 1}); r.Error != nil || r.Data.Sum != n+1 {
+				if r := clientx.Call(ctx, c, contract.Add, contract.AddIn{A: n, B: 1}); r.Error != nil || r.Data.Sum != n+1 {
 					t.Errorf("add(%v) = %+v, %v", n, r.Data, r.Error)
 				}
-				if r := clientx.Call(ctx, c, tc.Divide, tc.DivideIn{A: n}); r.Error == nil || r.Error.Code != "DivideByZero" {
+				if r := clientx.Call(ctx, c, contract.Divide, contract.DivideIn{A: n}); r.Error == nil || r.Error.Code != "DivideByZero" {
 					t.Errorf("divide(%v, 0) = %v", n, r.Error)
 				}
 				if r := clientx.Call(ctx, c, tc.Remove, tc.RemoveIn{ID: int64(i + 1)}); r.Status != http.StatusNoContent {
@@ -61,8 +62,8 @@ func TestDefaultDoerReusesConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 20 {
-		wantOK(t, clientx.Call(ctxT(t), c, tc.Add, tc.AddIn{A: float64(i)}))
-		wantCode(t, clientx.Call(ctxT(t), c, tc.Divide, tc.DivideIn{}), "DivideByZero", 422)
+		wantOK(t, clientx.Call(ctxT(t), c, contract.Add, contract.AddIn{A: float64(i)}))
+		wantCode(t, clientx.Call(ctxT(t), c, contract.Divide, contract.DivideIn{}), "DivideByZero", http.StatusBadRequest)
 	}
 	if n := conns.Load(); n != 1 {
 		t.Fatalf("%d connections for 40 sequential calls, want 1", n)

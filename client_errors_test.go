@@ -9,26 +9,32 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
+	"github.com/bbc28f59/engine/examples/conformance/contract"
 	tc "github.com/bbc28f59/engine/internal/testcontract"
 )
 
-// TestDeclaredErrorCode checks a declared code keeps its own status and typed data.
+// TestDeclaredErrorCode checks a declared code reaches the client with its declared status
+// and typed data. DivideByZero's status is 400, a framework validation error's too: the
+// code, not the status, is what tells them apart.
 func TestDeclaredErrorCode(t *testing.T) {
 	t.Parallel()
 	env := setup(t)
-	res := clientx.Call(ctxT(t), env.client(t), tc.Divide, tc.DivideIn{A: 3, B: 0})
-	wantCode(t, res, "DivideByZero", http.StatusUnprocessableEntity)
-	if !tc.DivideByZero.Is(res.Error) || clientx.IsTransportError(res.Error) || !clientx.IsErrorCode(res.Error, "DivideByZero") {
+	res := clientx.Call(ctxT(t), env.client(t), contract.Divide, contract.DivideIn{A: 3, B: 0})
+	wantCode(t, res, "DivideByZero", contract.DivideByZero.Status())
+	if res.Status != http.StatusBadRequest || engine.IsFrameworkCode(res.Error.Code) {
+		t.Fatalf("status %d, code %s: want the reference contract's 400 with a declared code", res.Status, res.Error.Code)
+	}
+	if !contract.DivideByZero.Is(res.Error) || clientx.IsTransportError(res.Error) || !clientx.IsErrorCode(res.Error, "DivideByZero") {
 		t.Fatal("narrowing predicates disagree with the code")
 	}
-	d, ok := tc.DivideByZero.DataOf(res.Error)
+	d, ok := contract.DivideByZero.DataOf(res.Error)
 	if !ok || d.Dividend != 3 {
 		t.Fatalf("DataOf = %+v, %v", d, ok)
 	}
 	if res.OK() || !res.Failed() || clientx.IsOk(res) || !clientx.IsFail(res) {
 		t.Fatal("result predicates disagree with the error")
 	}
-	if res.Data != (tc.DivideOut{}) {
+	if res.Data != (contract.DivideOut{}) {
 		t.Fatalf("failed result has data %+v", res.Data)
 	}
 }
@@ -146,7 +152,7 @@ func TestMethodNotAllowed(t *testing.T) {
 	}
 	// Through the client the code arrives as a normal failure.
 	c := env.rpcClient(t, clientx.WithRouteTable(map[string]engine.Route{"math.square": {Method: "DELETE", Path: "/math/square/:n"}}))
-	wantCode(t, clientx.Call(ctxT(t), c, tc.Square, tc.SquareIn{N: 2}), engine.CodeMethodNotAllowed, http.StatusMethodNotAllowed)
+	wantCode(t, clientx.Call(ctxT(t), c, contract.Square, contract.SquareIn{N: 2}), engine.CodeMethodNotAllowed, http.StatusMethodNotAllowed)
 }
 
 // TestPayloadTooLarge checks the body limit set with engine.WithMaxBodyBytes.
@@ -194,7 +200,7 @@ func TestInternalErrorsHideDetail(t *testing.T) {
 		t.Error("the panic's stack was not logged")
 	}
 	// The process survived and still serves.
-	wantOK(t, clientx.Call(ctxT(t), c, tc.Add, tc.AddIn{A: 1}))
+	wantOK(t, clientx.Call(ctxT(t), c, contract.Add, contract.AddIn{A: 1}))
 }
 
 // TestGateCodes checks the gate denials arrive with their status, data and headers.

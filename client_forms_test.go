@@ -7,7 +7,7 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
-	tc "github.com/bbc28f59/engine/internal/testcontract"
+	"github.com/bbc28f59/engine/examples/conformance/contract"
 )
 
 // TestClientFromApp is the first form: types and REST routes from the app value; flows
@@ -18,7 +18,7 @@ func TestClientFromApp(t *testing.T) {
 	c := env.client(t)
 	ctx := ctxT(t)
 
-	sq := wantOK(t, clientx.Call(ctx, c, tc.Square, tc.SquareIn{N: 7}))
+	sq := wantOK(t, clientx.Call(ctx, c, contract.Square, contract.SquareIn{N: 7}))
 	if sq.Square != 49 || sq.N != 7 {
 		t.Fatalf("square = %+v", sq)
 	}
@@ -26,7 +26,7 @@ func TestClientFromApp(t *testing.T) {
 		t.Fatalf("square went to %s %s, want GET /math/square/7", got.Method, got.Path)
 	}
 
-	sum := wantOK(t, clientx.Call(ctx, c, tc.Add, tc.AddIn{A: 2, B: 3.5}))
+	sum := wantOK(t, clientx.Call(ctx, c, contract.Add, contract.AddIn{A: 2, B: 3.5}))
 	if sum.Sum != 5.5 {
 		t.Fatalf("sum = %v", sum.Sum)
 	}
@@ -43,7 +43,7 @@ func TestClientByName(t *testing.T) {
 	ctx := ctxT(t)
 
 	r := c.Call(ctx, "math.add", map[string]any{"a": 1, "b": 2})
-	var out tc.AddOut
+	var out contract.AddOut
 	if err := json.Unmarshal(wantOK(t, r), &out); err != nil || out.Sum != 3 {
 		t.Fatalf("math.add = %s (%v)", r.Data, err)
 	}
@@ -101,7 +101,7 @@ func TestClientRoutesSwitchTransport(t *testing.T) {
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			c := env.rpcClient(t, tt.opts...)
-			out := wantOK(t, clientx.Call(ctx, c, tc.Search, tc.SearchIn{Q: "go", Limit: 3}))
+			out := wantOK(t, clientx.Call(ctx, c, contract.Search, contract.SearchIn{Q: "go", Limit: 3}))
 			if out.Q != "go" || out.Limit != 3 {
 				t.Fatalf("search = %+v", out)
 			}
@@ -117,7 +117,7 @@ func TestClientRoutesSwitchTransport(t *testing.T) {
 // TestFlattenRoutes checks the flat table form of the route map.
 func TestFlattenRoutes(t *testing.T) {
 	t.Parallel()
-	flat := clientx.FlattenRoutes(tc.Routes())
+	flat := clientx.FlattenRoutes(engine.RoutesOf(contractUnits()...))
 	if got := flat["math.square"]; got != (engine.Route{Method: http.MethodGet, Path: "/math/square/:n"}) {
 		t.Fatalf("math.square = %+v", got)
 	}

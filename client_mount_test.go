@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bbc28f59/engine/clientx"
+	"github.com/bbc28f59/engine/examples/conformance/contract"
 	tc "github.com/bbc28f59/engine/internal/testcontract"
 )
 
@@ -40,10 +41,10 @@ func TestMountUnderPrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := ctxT(t)
-	if wantOK(t, clientx.Call(ctx, c, tc.Square, tc.SquareIn{N: 3})).Square != 9 {
+	if wantOK(t, clientx.Call(ctx, c, contract.Square, contract.SquareIn{N: 3})).Square != 9 {
 		t.Fatal("square over REST under the prefix")
 	}
-	if wantOK(t, clientx.Call(ctx, c, tc.Add, tc.AddIn{A: 1, B: 2})).Sum != 3 {
+	if wantOK(t, clientx.Call(ctx, c, contract.Add, contract.AddIn{A: 1, B: 2})).Sum != 3 {
 		t.Fatal("add over RPC under the prefix")
 	}
 	wantOK(t, clientx.Call(ctx, c, tc.Remove, tc.RemoveIn{ID: 1}))
@@ -80,11 +81,11 @@ func TestInProcessDoer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := ctxT(t)
-	if wantOK(t, clientx.Call(ctx, c, tc.Square, tc.SquareIn{N: 5})).Square != 25 {
+	if wantOK(t, clientx.Call(ctx, c, contract.Square, contract.SquareIn{N: 5})).Square != 25 {
 		t.Fatal("square in process")
 	}
-	res := clientx.Call(ctx, c, tc.Divide, tc.DivideIn{A: 2})
-	if d, ok := tc.DivideByZero.DataOf(res.Error); !ok || d.Dividend != 2 || res.Status != 422 {
+	res := clientx.Call(ctx, c, contract.Divide, contract.DivideIn{A: 2})
+	if d, ok := contract.DivideByZero.DataOf(res.Error); !ok || d.Dividend != 2 || res.Status != http.StatusBadRequest {
 		t.Fatalf("divide in process: %v %d", res.Error, res.Status)
 	}
 	if r := clientx.Call(ctx, c, tc.Remove, tc.RemoveIn{ID: 1}); r.Status != http.StatusNoContent || r.Error != nil {

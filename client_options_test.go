@@ -13,6 +13,7 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
+	"github.com/bbc28f59/engine/examples/conformance/contract"
 	"github.com/bbc28f59/engine/internal/testauth"
 	tc "github.com/bbc28f59/engine/internal/testcontract"
 )
@@ -75,7 +76,7 @@ func TestRetryBackoff(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := clientx.Call(ctxT(t), c, tc.Add, tc.AddIn{})
+			res := clientx.Call(ctxT(t), c, contract.Add, contract.AddIn{})
 			if tt.wantCode == "" {
 				if wantOK(t, res).Sum != 1 {
 					t.Fatalf("data %+v", res.Data)
@@ -104,7 +105,7 @@ func TestNoRetryOn4xx(t *testing.T) {
 	t.Parallel()
 	env := setup(t)
 	c := env.client(t, clientx.WithRetry(clientx.Retry{Retries: 3, Delay: time.Millisecond}))
-	wantCode(t, clientx.Call(ctxT(t), c, tc.Divide, tc.DivideIn{A: 1}), "DivideByZero", http.StatusUnprocessableEntity)
+	wantCode(t, clientx.Call(ctxT(t), c, contract.Divide, contract.DivideIn{A: 1}), "DivideByZero", http.StatusBadRequest)
 	wantCode(t, clientx.Call(ctxT(t), c, tc.Limited, tc.Empty{}), engine.CodeRateLimited, http.StatusTooManyRequests)
 	if n := len(env.rec.all()); n != 2 {
 		t.Fatalf("%d requests for two 4xx calls, want 2", n)
@@ -132,7 +133,7 @@ func TestRetryNetworkFailure(t *testing.T) {
 	env := setup(t)
 	d := &flakyDoer{n: 2, next: http.DefaultClient}
 	c := env.client(t, clientx.WithDoer(d), clientx.WithRetry(clientx.Retry{Retries: 2, Delay: time.Millisecond}))
-	if wantOK(t, clientx.Call(ctxT(t), c, tc.Add, tc.AddIn{A: 1, B: 1})).Sum != 2 {
+	if wantOK(t, clientx.Call(ctxT(t), c, contract.Add, contract.AddIn{A: 1, B: 1})).Sum != 2 {
 		t.Fatal("wrong sum")
 	}
 	if d.calls.Load() != 3 || len(env.rec.all()) != 1 {
@@ -141,7 +142,7 @@ func TestRetryNetworkFailure(t *testing.T) {
 
 	d = &flakyDoer{n: 100, next: http.DefaultClient}
 	c = env.client(t, clientx.WithDoer(d), clientx.WithRetry(clientx.Retry{Retries: 1, Delay: time.Millisecond}))
-	res := clientx.Call(ctxT(t), c, tc.Add, tc.AddIn{})
+	res := clientx.Call(ctxT(t), c, contract.Add, contract.AddIn{})
 	wantCode(t, res, engine.CodeTransportError, 0)
 	if msg := res.Error.Message(); !strings.Contains(msg, "connection reset") {
 		t.Fatalf("message %q", msg)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
+	"github.com/bbc28f59/engine/examples/conformance/contract"
 	tc "github.com/bbc28f59/engine/internal/testcontract"
 )
 
@@ -86,7 +87,7 @@ func TestRESTPathParams(t *testing.T) {
 			t.Errorf("%q went to %s, want %s", tt.name, r.Path, tt.wantPath)
 		}
 	}
-	sq := wantOK(t, clientx.Call(ctx, c, tc.Square, tc.SquareIn{N: 1.5}))
+	sq := wantOK(t, clientx.Call(ctx, c, contract.Square, contract.SquareIn{N: 1.5}))
 	if sq.Square != 2.25 || env.rec.last(t).Path != "/math/square/1.5" {
 		t.Fatalf("square(1.5) = %+v via %s", sq, env.rec.last(t).Path)
 	}

@@ -11,9 +11,9 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
+	"github.com/bbc28f59/engine/examples/conformance/contract"
 	"github.com/bbc28f59/engine/httpx"
 	"github.com/bbc28f59/engine/internal/testauth"
-	tc "github.com/bbc28f59/engine/internal/testcontract"
 )
 
 // sseServer answers every request with an event stream of frames, after the replies
@@ -118,7 +118,7 @@ func TestCallOnAnEventStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := clientx.Call(ctxT(t), c, tc.Add, tc.AddIn{A: 1})
+	res := clientx.Call(ctxT(t), c, contract.Add, contract.AddIn{A: 1})
 	wantCode(t, res, engine.CodeTransportError, http.StatusOK)
 	msg := res.Error.Message()
 	for _, want := range []string{"math.add", "event stream", "use the streaming call", "clientx/agent"} {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
+	"github.com/bbc28f59/engine/examples/conformance/contract"
 	"github.com/bbc28f59/engine/internal/testauth"
-	tc "github.com/bbc28f59/engine/internal/testcontract"
 )
 
 // TestTransportErrors checks every reply that is not a result envelope becomes a
@@ -56,7 +56,7 @@ func TestTransportErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := clientx.Call(ctxT(t), c, tc.Add, tc.AddIn{})
+			res := clientx.Call(ctxT(t), c, contract.Add, contract.AddIn{})
 			wantCode(t, res, engine.CodeTransportError, tt.status)
 			if !clientx.IsTransportError(res.Error) {
 				t.Fatal("IsTransportError is false")
@@ -68,7 +68,7 @@ func TestTransportErrors(t *testing.T) {
 			if d["status"] != float64(tt.status) {
 				t.Fatalf("data.status %v, want %d", d["status"], tt.status)
 			}
-			if res.Data != (tc.AddOut{}) {
+			if res.Data != (contract.AddOut{}) {
 				t.Fatalf("failed result has data %+v", res.Data)
 			}
 		})
@@ -109,7 +109,7 @@ func TestConnectionRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := clientx.Call(ctxT(t), c, tc.Add, tc.AddIn{})
+	res := clientx.Call(ctxT(t), c, contract.Add, contract.AddIn{})
 	wantCode(t, res, engine.CodeTransportError, 0)
 	d := dataOf(t, res.Error)
 	if msg, _ := d["message"].(string); !strings.Contains(msg, "network failure") {

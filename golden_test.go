@@ -24,7 +24,7 @@ func TestGoldenWire(t *testing.T) {
 		status                   int
 	}{
 		{"envelope_success.json", "POST", "/_engine/math/divide", `{"a":1,"b":4}`, 200},
-		{"envelope_declared_error.json", "POST", "/_engine/math/divide", `{"a":1,"b":0}`, 422},
+		{"envelope_declared_error.json", "POST", "/_engine/math/divide", `{"a":1,"b":0}`, 400},
 		{"envelope_validation_error.json", "POST", "/_engine/math/add", `{"a":"x","b":[]}`, 400},
 		{"envelope_meta.json", "GET", "/items?limit=2", "", 200},
 		{"descriptor.json", "GET", "/_engine/client.json", "", 200},

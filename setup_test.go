@@ -17,6 +17,7 @@ import (
 
 	"github.com/bbc28f59/engine"
 	"github.com/bbc28f59/engine/clientx"
+	"github.com/bbc28f59/engine/examples/conformance/contract"
 	"github.com/bbc28f59/engine/internal/testauth"
 	tc "github.com/bbc28f59/engine/internal/testcontract"
 )
@@ -96,18 +97,22 @@ type testEnv struct {
 func contractFlows() engine.Option {
 	echoItem := func(_ *engine.Fx, in tc.Item) (tc.Item, error) { return in, nil }
 	return engine.Options(
-		engine.Bind(tc.Add, func(_ *engine.Fx, in tc.AddIn) (tc.AddOut, error) { return tc.AddOut{Sum: in.A + in.B}, nil }),
-		engine.Bind(tc.Square, func(_ *engine.Fx, in tc.SquareIn) (tc.SquareOut, error) {
-			return tc.SquareOut{N: in.N, Square: in.N * in.N}, nil
+		engine.Bind(contract.Add, func(_ *engine.Fx, in contract.AddIn) (contract.AddOut, error) {
+			return contract.AddOut{Sum: in.A + in.B}, nil
 		}),
-		engine.Bind(tc.Divide, func(_ *engine.Fx, in tc.DivideIn) (tc.DivideOut, error) {
+		engine.Bind(contract.Square, func(_ *engine.Fx, in contract.SquareIn) (contract.SquareOut, error) {
+			return contract.SquareOut{N: in.N, Square: in.N * in.N}, nil
+		}),
+		engine.Bind(contract.Divide, func(_ *engine.Fx, in contract.DivideIn) (contract.DivideOut, error) {
 			if in.B == 0 {
-				return tc.DivideOut{}, tc.DivideByZero.New(tc.DivideByZeroData{Dividend: in.A})
+				return contract.DivideOut{}, contract.DivideByZero.New(contract.DivideByZeroData{Dividend: in.A})
 			}
-			return tc.DivideOut{Quotient: in.A / in.B}, nil
+			return contract.DivideOut{Quotient: in.A / in.B}, nil
 		}),
-		engine.Bind(tc.Echo, func(_ *engine.Fx, in map[string]any) (map[string]any, error) { return in, nil }),
-		engine.Bind(tc.Search, func(_ *engine.Fx, in tc.SearchIn) (tc.SearchIn, error) { return in, nil }),
+		engine.Bind(contract.Echo, func(_ *engine.Fx, in map[string]any) (map[string]any, error) { return in, nil }),
+		engine.Bind(contract.Search, func(_ *engine.Fx, in contract.SearchIn) (contract.SearchOut, error) {
+			return contract.SearchOut(in), nil
+		}),
 
 		engine.Bind(tc.Get, func(_ *engine.Fx, in tc.ItemQuery) (tc.ItemQuery, error) { return in, nil }),
 		engine.Bind(tc.ByName, func(_ *engine.Fx, in tc.NameIn) (tc.NameIn, error) { return in, nil }),

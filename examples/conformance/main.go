@@ -1,6 +1,8 @@
 // Command conformance is the reference app of the wire protocol (docs/protocol.md): every
 // behaviour of it over real HTTP, so any client can check the wire against it. Each capability
-// adds its units in a file of its own (math.go, auth.go, …) through [register].
+// adds its units in a file of its own (math.go, auth.go, …) through [register]. The math
+// unit's declarations, the reference contract, are in package contract
+// (examples/conformance/contract), which clients and the engine's tests import too.
 //
 //	go run ./examples/conformance
 //

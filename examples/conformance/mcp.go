@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/examples/conformance/contract"
 	"github.com/bbc28f59/engine/mcp"
 )
 
@@ -25,7 +26,7 @@ func init() {
 		}
 		return mcp.Serve(mcp.Options{
 			Name:         "engine-conformance",
-			Tools:        []mcp.Selector{mcp.Units(Math), mcp.Flows(Notes.List, Notes.Get)},
+			Tools:        []mcp.Selector{mcp.Units(contract.Math), mcp.Flows(Notes.List, Notes.Get)},
 			Resources:    []mcp.Resource{{Name: "notes", Description: "The caller's notes.", List: Notes.List, Get: Notes.Get, TitleField: "title"}},
 			AllowedHosts: hosts,
 		}), nil

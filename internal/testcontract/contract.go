@@ -1,75 +1,15 @@
 // Package testcontract is a declarations-only contract for engine's end-to-end tests:
-// units and flows with their types, triggers and error codes, and no handler. The
-// server side of the tests binds handlers to these flows; the contract-form client test
-// imports only this package and clientx, as a real client binary would.
+// units and flows with their types, triggers and error codes, and no handler. It holds
+// what the tests need beyond the reference contract's math unit, which they take from
+// examples/conformance/contract. The server side of the tests binds handlers to these
+// flows; the contract-form client test imports only the contract packages and clientx,
+// as a real client binary would.
 package testcontract
 
 import (
 	"net/http"
 
 	"github.com/bbc28f59/engine"
-	"github.com/google/jsonschema-go/jsonschema"
-)
-
-// Math is a conformance-like unit: RPC and REST flows and a declared error code.
-var Math = engine.NewUnit("math")
-
-// AddIn is the input of math.add.
-type AddIn struct {
-	A float64 `json:"a"`
-	B float64 `json:"b"`
-}
-
-// AddOut is the output of math.add.
-type AddOut struct {
-	Sum float64 `json:"sum"`
-}
-
-// SquareIn is the input of math.square.
-type SquareIn struct {
-	N float64 `json:"n"`
-}
-
-// SquareOut is the output of math.square.
-type SquareOut struct {
-	N      float64 `json:"n"`
-	Square float64 `json:"square"`
-}
-
-// DivideIn is the input of math.divide.
-type DivideIn struct {
-	A float64 `json:"a"`
-	B float64 `json:"b"`
-}
-
-// DivideOut is the output of math.divide.
-type DivideOut struct {
-	Quotient float64 `json:"quotient"`
-}
-
-// DivideByZeroData is the payload of [DivideByZero].
-type DivideByZeroData struct {
-	Dividend float64 `json:"dividend"`
-}
-
-// SearchIn is the input (and output) of math.search.
-type SearchIn struct {
-	Q     string  `json:"q"`
-	Limit float64 `json:"limit"`
-}
-
-// DivideByZero is math.divide's declared error: 422 rather than 400 so a test can tell
-// a declared status from a framework one.
-var DivideByZero = engine.NewCode[DivideByZeroData]("DivideByZero", http.StatusUnprocessableEntity)
-
-// The math flows.
-var (
-	Add    = engine.Define[AddIn, AddOut](Math, "add", engine.Public(), engine.Describe("Adds two numbers."))
-	Square = engine.Define[SquareIn, SquareOut](Math, "square", engine.GET("/math/square/:n"), engine.Public())
-	Divide = engine.Define[DivideIn, DivideOut](Math, "divide", engine.Public(), engine.Errors(DivideByZero))
-	Echo   = engine.Define[map[string]any, map[string]any](Math, "echo", engine.POST("/math/echo/:id"), engine.Public(),
-		engine.InputSchema(func(s *jsonschema.Schema) { s.Required = []string{"id"} }))
-	Search = engine.Define[SearchIn, SearchIn](Math, "search", engine.GET("/math/search"), engine.Public())
 )
 
 // Items exercises every REST mapping rule: typed path and query values, bodies on each
@@ -164,6 +104,3 @@ var (
 	Forbid     = engine.Define[Empty, Empty](Faults, "forbid")
 	Limited    = engine.Define[Empty, Empty](Faults, "limited", engine.Public())
 )
-
-// Routes is the REST route map of the contract, for a client built without the app.
-func Routes() engine.Routes { return engine.RoutesOf(Math, Items, Faults) }
