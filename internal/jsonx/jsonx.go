@@ -196,10 +196,10 @@ func marshalledString(b []byte, i int) (int, bool) {
 		return i, false
 	}
 	for i++; i < len(b); i++ {
-		c := b[i]
-		if plain[c] {
-			continue
+		if i = skipPlain(b, i); i == len(b) {
+			break
 		}
+		c := b[i]
 		switch {
 		case c == '"':
 			return i + 1, true
@@ -241,6 +241,36 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
+// skipPlain returns the index of the first byte from i on that is not plain, testing
+// eight bytes at a time: a run's final text is thousands of plain bytes, scanned several
+// times as a run ends.
+func skipPlain[S string | []byte](s S, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if !plainWord(w) {
+			break
+		}
+	}
+	for i < len(s) && plain[s[i]] {
+		i++
+	}
+	return i
+}
+
+const (
+	ones = 0x0101010101010101
+	high = 0x8080808080808080
+)
+
+// plainWord reports whether all eight bytes of w are plain. Once no byte has its high
+// bit set, the tests for a byte below 0x20 and for a byte equal to c are exact.
+func plainWord(w uint64) bool {
+	below := (w - 0x20*ones) &^ w
+	eq := func(c uint64) uint64 { x := w ^ (c * ones); return (x - ones) &^ x }
+	return (w|below|eq('"')|eq('\\')|eq('<')|eq('>')|eq('&'))&high == 0
+}
+
 // AppendString writes s as a JSON string exactly as encoding/json does: HTML-sensitive
 // characters, U+2028 and U+2029 escaped, invalid UTF-8 replaced by U+FFFD.
 func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
@@ -253,11 +283,10 @@ func appendString[S string | []byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		b := s[i]
-		if plain[b] {
-			i++
-			continue
+		if i = skipPlain(s, i); i == len(s) {
+			break
 		}
+		b := s[i]
 		if b < utf8.RuneSelf {
 			dst = append(dst, s[start:i]...)
 			switch b {

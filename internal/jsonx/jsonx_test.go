@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -86,6 +87,33 @@ func FuzzIsMarshalled(f *testing.F) {
 			t.Errorf("IsMarshalled(%q) = false for json.Marshal's own output", want)
 		}
 	})
+}
+
+// TestSkipPlainStopsAtEveryByteThatIsNotPlain puts each byte value at each position of
+// a plain text, across the eight-byte words skipPlain tests at once.
+func TestSkipPlainStopsAtEveryByteThatIsNotPlain(t *testing.T) {
+	base := []byte("tok1 tok2 tok3 tok4 tok5")
+	for c := range 256 {
+		for at := range base {
+			b := slices.Clone(base)
+			b[at] = byte(c)
+			for from := range 2 {
+				want := len(b)
+				for i := from; i < len(b); i++ {
+					if !plain[b[i]] {
+						want = i
+						break
+					}
+				}
+				if got := skipPlain(b, from); got != want {
+					t.Fatalf("skipPlain(%q, %d) = %d, want %d", b, from, got, want)
+				}
+				if got := skipPlain(string(b), from); got != want {
+					t.Fatalf("skipPlain(string %q, %d) = %d, want %d", b, from, got, want)
+				}
+			}
+		}
+	}
 }
 
 // rawMarshaler returns its bytes from MarshalJSON, or its error.
