@@ -84,8 +84,8 @@ func bindStop() engine.Option {
 // watch.
 //
 // Unless it polls, the watch holds no goroutine while the run goes on: each wake-up, and
-// the first read, run on a short-lived one, so an idle run costs its handler's goroutine
-// only.
+// the first read when it does I/O, run on a short-lived one, so an idle run costs its
+// handler's goroutine only.
 func watchStop(ctx context.Context, j *journal.Journal, id string, poll time.Duration) (_ context.Context, stop func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	caps := j.Driver().Capabilities()
@@ -97,7 +97,11 @@ func watchStop(ctx context.Context, j *journal.Journal, id string, poll time.Dur
 			}
 		}
 		if unsubscribe, ok := j.SubscribeStopFunc(id, check); ok {
-			go check()
+			if caps.Has(journal.CapBlockingIO) {
+				go check()
+			} else {
+				check() // a read in memory: cheaper here than on a goroutine of its own
+			}
 			return ctx, func() {
 				unsubscribe()
 				cancel(nil)
