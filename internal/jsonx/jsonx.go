@@ -246,9 +246,16 @@ var plain = func() (t [256]bool) {
 // times as a run ends.
 func skipPlain[S string | []byte](s S, i int) int {
 	for ; i+8 <= len(s); i += 8 {
+		_ = s[i+7]
 		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		if !plainWord(w) {
+		// A byte's high bit is set in t when the byte is 0x80 or above, below 0x20, '"' or
+		// '&' (0x22 and 0x26 are the bytes that OR 0x04 makes 0x26), '<' or '>' (0x3C
+		// and 0x3E, likewise with 0x02), or '\\'. Once no byte has its high bit set, the
+		// tests for below and for equal are exact.
+		qa, lg, bs := w|0x04*ones^0x26*ones, w|0x02*ones^0x3E*ones, w^'\\'*ones
+		t := w | (w-0x20*ones)&^w | (qa-ones)&^qa | (lg-ones)&^lg | (bs-ones)&^bs
+		if t&high != 0 {
 			break
 		}
 	}
@@ -262,14 +269,6 @@ const (
 	ones = 0x0101010101010101
 	high = 0x8080808080808080
 )
-
-// plainWord reports whether all eight bytes of w are plain. Once no byte has its high
-// bit set, the tests for a byte below 0x20 and for a byte equal to c are exact.
-func plainWord(w uint64) bool {
-	below := (w - 0x20*ones) &^ w
-	eq := func(c uint64) uint64 { x := w ^ (c * ones); return (x - ones) &^ x }
-	return (w|below|eq('"')|eq('\\')|eq('<')|eq('>')|eq('&'))&high == 0
-}
 
 // AppendString writes s as a JSON string exactly as encoding/json does: HTML-sensitive
 // characters, U+2028 and U+2029 escaped, invalid UTF-8 replaced by U+FFFD.
