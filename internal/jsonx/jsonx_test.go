@@ -191,3 +191,10 @@ func BenchmarkIsMarshalled(b *testing.B) {
 		_ = IsMarshalled(v)
 	}
 }
+
+func BenchmarkAppendStringToken(b *testing.B) {
+	dst := make([]byte, 0, 64)
+	for b.Loop() {
+		dst = AppendString(dst[:0], "tok42 ")
+	}
+}
