@@ -86,11 +86,15 @@ func bindStop() engine.Option {
 // watch.
 //
 // Unless it polls, the watch holds no goroutine while the run goes on: each wake-up, and
-// the first read, run on a short-lived one, so an idle run costs its handler's goroutine
-// only.
+// the first read when it does I/O, run on a short-lived one, so an idle run costs its
+// handler's goroutine only.
 func watchStop(ctx context.Context, j *journal.Journal, id string, poll time.Duration) (_ context.Context, stop func()) {
 	if sw := subscribeStop(ctx, j, id); sw != nil {
-		go sw.check()
+		if j.Driver().Capabilities().Has(journal.CapBlockingIO) {
+			go sw.check()
+		} else {
+			sw.check() // a read in memory: cheaper here than on a goroutine of its own
+		}
 		return sw.attach(ctx)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bbc28f59/engine"
+	"github.com/bbc28f59/engine/internal/jsonx"
 	"github.com/bbc28f59/engine/journal"
 )
 
@@ -256,7 +257,10 @@ func (r *runner) endRun(fx *engine.Fx, e *execution, out any, err error) error {
 		}
 		return err
 	}
-	raw, mErr := json.Marshal(out)
+	// An agent run's output (its whole final text, twice) encodes itself into the form
+	// json.Marshal gives; its second pass over that text cost more than the rest of
+	// ending the run.
+	raw, mErr := jsonx.Marshal(out)
 	if mErr != nil {
 		// Not stored as a completion with no result: the caller is answered the output's
 		// error by the flow's encoder, and the run records why it failed.
