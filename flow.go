@@ -76,6 +76,7 @@ func (r Routes) add(f *FlowDef) {
 // journal and the descriptor need, without its type parameters.
 type FlowDef struct {
 	unit, name string
+	id         string // unit.name, built once: every call of the flow uses it
 	route      *Route
 	params     []string // path parameter names, in order
 	errors     []ErrorSpec
@@ -104,7 +105,12 @@ func (f *FlowDef) Unit() string { return f.unit }
 func (f *FlowDef) Name() string { return f.name }
 
 // ID returns "unit.flow".
-func (f *FlowDef) ID() string { return f.unit + "." + f.name }
+func (f *FlowDef) ID() string {
+	if f.id != "" {
+		return f.id
+	}
+	return f.unit + "." + f.name
+}
 
 // Trigger returns the flow's HTTP trigger, if it has one.
 func (f *FlowDef) Trigger() (Route, bool) {
@@ -322,7 +328,7 @@ func Define[In, Out any](u *Unit, name string, opts ...FlowOption) *Flow[In, Out
 
 // declare declares a flow of unit u with the given input and output types.
 func declare(u *Unit, name string, in, out reflect.Type, opts []FlowOption) *FlowDef {
-	def := &FlowDef{unit: u.name, name: name, inType: in, outType: out}
+	def := &FlowDef{unit: u.name, name: name, id: u.name + "." + name, inType: in, outType: out}
 	def.inSchema, def.schemaErr = schemaFor(def.inType)
 	if def.schemaErr == nil {
 		def.outSchema, def.schemaErr = schemaFor(def.outType)

@@ -34,11 +34,14 @@ type Fx struct {
 type callState struct {
 	mu   sync.Mutex
 	meta map[string]any
-	vals map[any]any
-	key  string // the idempotency key of a call outside any durable run, made when asked
+	vals []keyValue // a call sets a few: a list costs one small allocation, a map several
+	key  string     // the idempotency key of a call outside any durable run, made when asked
 
 	stream *eventStream // a streaming flow's: opened by the engine, or nowhere when nobody listens
 }
+
+// keyValue is one [Key] value set for a call.
+type keyValue struct{ k, v any }
 
 // eventStream returns the call's event stream: the response's when the engine serves the
 // call, else one whose events go nowhere.

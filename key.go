@@ -69,10 +69,13 @@ func (k *Key[T]) Set(fx *Fx, v T) {
 	st := fx.state()
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.vals == nil {
-		st.vals = map[any]any{}
+	for i := range st.vals {
+		if st.vals[i].k == k {
+			st.vals[i].v = v
+			return
+		}
 	}
-	st.vals[k] = v
+	st.vals = append(st.vals, keyValue{k, v})
 }
 
 // Call returns the value stored for the call of fx with [Key.Set].
@@ -80,6 +83,12 @@ func (k *Key[T]) Call(fx *Fx) (T, bool) {
 	st := fx.state()
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	v, ok := st.vals[k].(T)
-	return v, ok
+	for _, kv := range st.vals {
+		if kv.k == k {
+			v, ok := kv.v.(T)
+			return v, ok
+		}
+	}
+	var zero T
+	return zero, false
 }

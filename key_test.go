@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -20,16 +21,21 @@ func TestKeysHoldTypedValuesPerAppFlowAndCall(t *testing.T) {
 	appKey := engine.NewKey[string]("greeting")
 	flowKey := engine.NewKey[int]("weight")
 	callKey := engine.NewKey[string]("seen")
+	otherCall, unsetCall := engine.NewKey[string]("seen"), engine.NewKey[int]("never")
 	other := engine.NewKey[string]("greeting") // same name, another key
 	var seen map[string]string
 	app, err := engine.New(
 		appKey.Option("hello"),
 		engine.Bind(keyedFlow, func(fx *engine.Fx, _ struct{}) (map[string]string, error) {
 			copied := fx.WithContext(context.WithoutCancel(fx.Context()))
-			callKey.Set(copied, "by the copy") // a copy belongs to the same call
+			callKey.Set(fx, "first")
+			callKey.Set(copied, "by the copy") // a copy belongs to the same call; the later set wins
+			otherCall.Set(fx, "other")
 			copied.SetMeta("from", "copy")
 			v, _ := callKey.Call(fx)
-			seen = map[string]string{"call": v}
+			o, _ := otherCall.Call(copied)
+			_, unset := unsetCall.Call(fx)
+			seen = map[string]string{"call": v, "other": o, "unset": fmt.Sprint(unset)}
 			return seen, nil
 		}, flowKey.BindOption(3)),
 	)
@@ -51,8 +57,8 @@ func TestKeysHoldTypedValuesPerAppFlowAndCall(t *testing.T) {
 	if _, err := app.Invoke(t.Context(), keyedFlow.ID(), nil, json.RawMessage(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	if seen["call"] != "by the copy" {
-		t.Fatalf("the call's value set through a copy of its Fx: %v", seen)
+	if seen["call"] != "by the copy" || seen["other"] != "other" || seen["unset"] != "false" {
+		t.Fatalf("the call's values (set twice, the second through a copy of its Fx; another key of the same name; a key never set): %v", seen)
 	}
 }
 

@@ -10,10 +10,10 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/bbc28f59/engine/httpx"
+	"github.com/bbc28f59/engine/internal/bufpool"
 	"github.com/bbc28f59/engine/internal/callkey"
 )
 
@@ -194,12 +194,12 @@ func (e *AcceptedError) Error() string { return "engine: run " + e.RunID + " wai
 func (a *App) writeParked(w http.ResponseWriter, r *http.Request, fx *Fx) {
 	fx.SetMeta("parked", true)
 	meta, _ := fx.metaJSON()
-	buf := getBuf()
+	buf := bufpool.Get()
 	*buf = httpx.AppendEnvelope((*buf)[:0], []byte("null"), "", nil, meta)
 	w.Header().Set("Content-Type", httpx.ContentTypeJSON)
 	w.WriteHeader(http.StatusAccepted)
 	_, _ = w.Write(*buf)
-	putBuf(buf)
+	bufpool.Put(buf)
 }
 
 func (a *App) newFx(ctx context.Context, def *FlowDef, r *http.Request) *Fx {
@@ -249,13 +249,13 @@ func (a *App) writeOutput(w http.ResponseWriter, r *http.Request, fx *Fx, def *F
 		a.writeError(w, r, def, fmt.Errorf("encoding meta of %s: %w", def.ID(), err))
 		return
 	}
-	buf := getBuf()
+	buf := bufpool.Get()
 	*buf = httpx.AppendEnvelope((*buf)[:0], data, "", nil, meta)
 	h := w.Header()
 	h.Set("Content-Type", httpx.ContentTypeJSON)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(*buf)
-	putBuf(buf)
+	bufpool.Put(buf)
 }
 
 // writeError turns err into the envelope. Declared codes keep their status; framework
@@ -271,7 +271,7 @@ func (a *App) writeError(w http.ResponseWriter, r *http.Request, def *FlowDef, e
 		e = NewError(CodeInternal, map[string]any{"message": "internal error"})
 		data = []byte(`{"message":"internal error"}`)
 	}
-	buf := getBuf()
+	buf := bufpool.Get()
 	*buf = httpx.AppendEnvelope((*buf)[:0], nil, e.Code, data, nil)
 	h := w.Header()
 	for k, vs := range e.header {
@@ -282,7 +282,7 @@ func (a *App) writeError(w http.ResponseWriter, r *http.Request, def *FlowDef, e
 	h.Set("Content-Type", httpx.ContentTypeJSON)
 	w.WriteHeader(e.HTTPStatus())
 	_, _ = w.Write(*buf)
-	putBuf(buf)
+	bufpool.Put(buf)
 }
 
 // publicError maps err to what a caller may see, logging what it hides. It returns nil
@@ -353,16 +353,6 @@ func (a *App) recoverPanic(w http.ResponseWriter, r *http.Request, def *FlowDef,
 		}
 	}
 	a.writeError(w, r, def, NewError(CodeInternal, map[string]any{"message": "internal error"}))
-}
-
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
-
-func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
-
-func putBuf(b *[]byte) {
-	if cap(*b) <= 64<<10 {
-		bufPool.Put(b)
-	}
 }
 
 // Invoke calls a bound flow in-process with a JSON input as principal p (nil for an

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/bbc28f59/engine/ai/agui"
+	"github.com/bbc28f59/engine/internal/bufpool"
 	"github.com/bbc28f59/engine/journal"
 )
 
@@ -20,7 +21,6 @@ type emitter struct {
 
 	mu     sync.Mutex
 	logErr error
-	buf    []byte // reused: the log writer and the SSE writer copy what they keep
 }
 
 type emitterKey struct{}
@@ -49,11 +49,15 @@ func (e *emitter) write(ev agui.Event, last bool) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	data, err := agui.AppendJSON(e.buf[:0], ev)
+	// The event is encoded into a shared buffer, given back once written: the log writer
+	// and the SSE writer copy what they keep, and a run waiting on its model holds none.
+	buf := bufpool.Get()
+	defer bufpool.Put(buf)
+	data, err := agui.AppendJSON(*buf, ev)
 	if err != nil {
 		return
 	}
-	e.buf = data
+	*buf = data
 	var seq int64
 	if e.log != nil {
 		if e.logErr != nil {

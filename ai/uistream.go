@@ -10,6 +10,7 @@ import (
 	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/ai/uimessage"
 	"github.com/bbc28f59/engine/httpx"
+	"github.com/bbc28f59/engine/internal/bufpool"
 )
 
 // StreamUI runs agent on an AI SDK chat request in the handler of a streaming flow, as
@@ -74,17 +75,18 @@ type uiWire struct {
 	sse    *httpx.SSEWriter
 	enc    *uimessage.Encoder
 	chunks []uimessage.Chunk
-	buf    []byte
 }
 
 func (w *uiWire) event(_ int64, ev agui.Event, _ []byte) error {
 	w.chunks = w.enc.Event(w.chunks[:0], ev)
+	buf := bufpool.Get() // the SSE writer copies the frame: a waiting stream holds no buffer
+	defer bufpool.Put(buf)
 	for _, c := range w.chunks {
 		var err error
-		if w.buf, err = uimessage.AppendJSON(w.buf[:0], c); err != nil {
+		if *buf, err = uimessage.AppendJSON((*buf)[:0], c); err != nil {
 			return err
 		}
-		if err := w.sse.WriteEvent(0, w.buf); err != nil {
+		if err := w.sse.WriteEvent(0, *buf); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/bbc28f59/engine/internal/bufpool"
 )
 
 // Defaults of [SSEOptions].
@@ -71,7 +73,6 @@ type SSEWriter struct {
 	window time.Duration
 	beat   time.Duration
 
-	buf        []byte    // the frame being written; reused
 	dirty      bool      // bytes written since the last flush
 	lastFlush  time.Time // when bytes last went to the client: the flush window and heartbeats count from it
 	flushTimer sseTimer  // nil until the first delayed flush
@@ -95,7 +96,6 @@ func NewSSEWriter(w http.ResponseWriter, opts SSEOptions) *SSEWriter {
 		clock:  opts.clock,
 		window: opts.FlushWindow,
 		beat:   opts.Heartbeat,
-		buf:    make([]byte, 0, 512),
 	}
 	if s.clock == nil {
 		s.clock = realClock{}
@@ -150,8 +150,10 @@ func (s *SSEWriter) WriteEventFunc(id int64, appendData func(dst []byte) []byte)
 		}
 		s.lastID = id
 	}
-	s.buf = appendSSEFrame(s.buf[:0], id, appendData)
-	return s.emit(false)
+	f := bufpool.Get()
+	defer bufpool.Put(f)
+	*f = appendSSEFrame(*f, id, appendData)
+	return s.emit(*f, false)
 }
 
 // WriteDone writes the "data: [DONE]" frame that ends a run stream and flushes it at
@@ -162,8 +164,10 @@ func (s *SSEWriter) WriteDone() error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	s.buf = append(s.buf[:0], "data: [DONE]\n\n"...)
-	return s.emit(true)
+	f := bufpool.Get()
+	defer bufpool.Put(f)
+	*f = append(*f, "data: [DONE]\n\n"...)
+	return s.emit(*f, true)
 }
 
 // Comment writes a comment, which readers ignore; text with line breaks becomes several
@@ -174,8 +178,10 @@ func (s *SSEWriter) Comment(text string) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	s.buf = appendSSELines(s.buf[:0], ": ", []byte(text))
-	return s.emit(false)
+	f := bufpool.Get()
+	defer bufpool.Put(f)
+	*f = appendSSELines(*f, ": ", []byte(text))
+	return s.emit(*f, false)
 }
 
 // Flush sends everything written so far to the client now.
@@ -229,12 +235,13 @@ func (s *SSEWriter) usable() error {
 	return nil
 }
 
-// emit writes s.buf and applies the flush policy: flush now when forced or when the
+// emit writes frame, built in a buffer from the shared pool so a stream waiting between
+// frames holds none, and applies the flush policy: flush now when forced or when the
 // stream has not flushed for a whole window, otherwise make sure a timer will. A frame
 // written while the timer is armed goes out with it, so a burst reads the clock once per
 // window rather than once per frame.
-func (s *SSEWriter) emit(force bool) error {
-	if _, err := s.w.Write(s.buf); err != nil {
+func (s *SSEWriter) emit(frame []byte, force bool) error {
+	if _, err := s.w.Write(frame); err != nil {
 		s.err = err
 		return err
 	}

@@ -57,13 +57,17 @@ func (e *Env) IdleMemory(ctx context.Context, t Target, n int) (Idle, error) {
 		e.WhileIdle(t)
 	}
 	per := func(a, b uint64) float64 { return (float64(a) - float64(b)) / float64(n) }
-	return Idle{Heap: per(after.heap, before.heap), Stack: per(after.stack, before.stack)}, nil
+	return Idle{Heap: per(after.heap, before.heap), Stack: per(after.stack, before.stack), Live: per(after.live, before.live)}, nil
 }
 
 // Idle is the memory one open idle stream holds, in bytes.
 type Idle struct {
 	Heap  float64 // HeapInuse growth per stream
 	Stack float64 // StackInuse growth per stream (goroutine stacks)
+	// Live is the HeapAlloc growth per stream: the bytes of the objects the stream keeps.
+	// Heap minus Live is room in the heap's spans that its objects keep from reuse
+	// (fragmentation), which grows with the garbage allocated alongside them.
+	Live float64
 }
 
 // Total is heap plus stack.
@@ -88,15 +92,16 @@ func awaitFrames(c net.Conn, buf []byte, want int) error {
 	return nil
 }
 
-type memInUse struct{ heap, stack uint64 }
+type memInUse struct{ heap, stack, live uint64 }
 
-// inUse is the heap and stack memory in use after a full collection.
+// inUse is the heap and stack memory in use, and the bytes of live heap objects, after a
+// full collection.
 func inUse() memInUse {
 	runtime.GC()
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return memInUse{heap: m.HeapInuse, stack: m.StackInuse}
+	return memInUse{heap: m.HeapInuse, stack: m.StackInuse, live: m.HeapAlloc}
 }
 
 // settle waits, up to a deadline, for the goroutine count to fall back to base (the

@@ -7,7 +7,7 @@ import "sync"
 // Hub fans signals out to subscribers of a key. The zero value is not usable; use New.
 type Hub struct {
 	mu    sync.Mutex
-	subs  map[string]map[*sub]struct{}
+	subs  map[string]*sub // the newest subscription of each key, linked to the others
 	count int
 	// OnChange, when set, is called (outside the hub's lock) after the first subscriber
 	// arrives and after the last leaves; it reads [Hub.Active] to reconcile, so calls
@@ -16,13 +16,19 @@ type Hub struct {
 }
 
 // sub is one subscription: a channel, or a function run on a new goroutine per signal.
+// The subscriptions of a key form a list, so a key with one subscriber, an idle stream's
+// stop watch, costs the hub one small object.
 type sub struct {
-	ch chan struct{}
-	fn func()
+	ch         chan struct{}
+	fn         func()
+	h          *Hub
+	key        string
+	prev, next *sub // under h.mu
+	gone       bool // under h.mu: removed
 }
 
 // New returns an empty hub.
-func New() *Hub { return &Hub{subs: map[string]map[*sub]struct{}{}} }
+func New() *Hub { return &Hub{subs: map[string]*sub{}} }
 
 // Subscribe registers for key; the channel holds at most one pending signal.
 func (h *Hub) Subscribe(key string) (<-chan struct{}, func()) {
@@ -39,13 +45,12 @@ func (h *Hub) SubscribeFunc(key string, fn func()) func() {
 
 // add registers s for key and returns the function that removes it.
 func (h *Hub) add(key string, s *sub) func() {
+	s.h, s.key = h, key
 	h.mu.Lock()
-	m := h.subs[key]
-	if m == nil {
-		m = map[*sub]struct{}{}
-		h.subs[key] = m
+	if head := h.subs[key]; head != nil {
+		s.next, head.prev = head, s
 	}
-	m[s] = struct{}{}
+	h.subs[key] = s
 	h.count++
 	first := h.count == 1
 	cb := h.OnChange
@@ -53,22 +58,36 @@ func (h *Hub) add(key string, s *sub) func() {
 	if first && cb != nil {
 		cb()
 	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			h.mu.Lock()
-			delete(h.subs[key], s)
-			if len(h.subs[key]) == 0 {
-				delete(h.subs, key)
-			}
-			h.count--
-			last := h.count == 0
-			cb := h.OnChange
-			h.mu.Unlock()
-			if last && cb != nil {
-				cb()
-			}
-		})
+	return s.remove
+}
+
+// remove ends the subscription; calling it again does nothing.
+func (s *sub) remove() {
+	h := s.h
+	h.mu.Lock()
+	if s.gone {
+		h.mu.Unlock()
+		return
+	}
+	s.gone = true
+	switch {
+	case s.prev != nil:
+		s.prev.next = s.next
+	case s.next != nil:
+		h.subs[s.key] = s.next
+	default:
+		delete(h.subs, s.key)
+	}
+	if s.next != nil {
+		s.next.prev = s.prev
+	}
+	s.prev, s.next = nil, nil
+	h.count--
+	last := h.count == 0
+	cb := h.OnChange
+	h.mu.Unlock()
+	if last && cb != nil {
+		cb()
 	}
 }
 
@@ -83,7 +102,7 @@ func (h *Hub) Active() bool {
 func (h *Hub) Notify(key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for s := range h.subs[key] {
+	for s := h.subs[key]; s != nil; s = s.next {
 		s.signal()
 	}
 }
@@ -92,8 +111,8 @@ func (h *Hub) Notify(key string) {
 func (h *Hub) NotifyAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, m := range h.subs {
-		for s := range m {
+	for _, head := range h.subs {
+		for s := head; s != nil; s = s.next {
 			s.signal()
 		}
 	}
