@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/bbc28f59/engine/httpx"
-	"github.com/bbc28f59/engine/internal/bufpool"
 	"github.com/bbc28f59/engine/internal/callkey"
 )
 
@@ -194,12 +193,7 @@ func (e *AcceptedError) Error() string { return "engine: run " + e.RunID + " wai
 func (a *App) writeParked(w http.ResponseWriter, r *http.Request, fx *Fx) {
 	fx.SetMeta("parked", true)
 	meta, _ := fx.metaJSON()
-	buf := bufpool.Get()
-	*buf = httpx.AppendEnvelope((*buf)[:0], []byte("null"), "", nil, meta)
-	w.Header().Set("Content-Type", httpx.ContentTypeJSON)
-	w.WriteHeader(http.StatusAccepted)
-	_, _ = w.Write(*buf)
-	bufpool.Put(buf)
+	httpx.WriteEnvelope(w, http.StatusAccepted, []byte("null"), "", nil, meta)
 }
 
 func (a *App) newFx(ctx context.Context, def *FlowDef, r *http.Request) *Fx {
@@ -249,13 +243,7 @@ func (a *App) writeOutput(w http.ResponseWriter, r *http.Request, fx *Fx, def *F
 		a.writeError(w, r, def, fmt.Errorf("encoding meta of %s: %w", def.ID(), err))
 		return
 	}
-	buf := bufpool.Get()
-	*buf = httpx.AppendEnvelope((*buf)[:0], data, "", nil, meta)
-	h := w.Header()
-	h.Set("Content-Type", httpx.ContentTypeJSON)
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(*buf)
-	bufpool.Put(buf)
+	httpx.WriteEnvelope(w, http.StatusOK, data, "", nil, meta)
 }
 
 // writeError turns err into the envelope. Declared codes keep their status; framework
@@ -271,18 +259,13 @@ func (a *App) writeError(w http.ResponseWriter, r *http.Request, def *FlowDef, e
 		e = NewError(CodeInternal, map[string]any{"message": "internal error"})
 		data = []byte(`{"message":"internal error"}`)
 	}
-	buf := bufpool.Get()
-	*buf = httpx.AppendEnvelope((*buf)[:0], nil, e.Code, data, nil)
 	h := w.Header()
 	for k, vs := range e.header {
 		for _, v := range vs {
 			h.Add(k, v)
 		}
 	}
-	h.Set("Content-Type", httpx.ContentTypeJSON)
-	w.WriteHeader(e.HTTPStatus())
-	_, _ = w.Write(*buf)
-	bufpool.Put(buf)
+	httpx.WriteEnvelope(w, e.HTTPStatus(), nil, e.Code, data, nil)
 }
 
 // publicError maps err to what a caller may see, logging what it hides. It returns nil

@@ -4,6 +4,9 @@ package httpx
 
 import (
 	"encoding/json"
+	"net/http"
+
+	"github.com/bbc28f59/engine/internal/bufpool"
 )
 
 // Envelope is the wire form of every flow reply: {data, error, meta?}. Data and Error are
@@ -27,6 +30,17 @@ type WireError struct {
 
 // ContentTypeJSON is the content type of every envelope reply.
 const ContentTypeJSON = "application/json"
+
+// WriteEnvelope answers w with status and the envelope [AppendEnvelope] builds (with
+// Content-Type application/json), built in a buffer that is reused once written.
+func WriteEnvelope(w http.ResponseWriter, status int, data json.RawMessage, errCode string, errData json.RawMessage, meta json.RawMessage) {
+	buf := bufpool.Get()
+	*buf = AppendEnvelope(*buf, data, errCode, errData, meta)
+	w.Header().Set("Content-Type", ContentTypeJSON)
+	w.WriteHeader(status)
+	_, _ = w.Write(*buf)
+	bufpool.Put(buf)
+}
 
 // AppendEnvelope appends the envelope for a success (errCode == "") or a failure to dst.
 // It writes members in the spec's order and never fails on pre-encoded parts, which keeps
