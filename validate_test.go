@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -457,6 +458,38 @@ func TestSchemaCompiledAtBind(t *testing.T) {
 			_, err := engine.New(engine.Bind(f, func(_ *engine.Fx, in any) (any, error) { return in, nil }))
 			if err == nil || !strings.Contains(err.Error(), "broken.flow") || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("New: %v, want an error naming broken.flow and %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestNonFiniteBoundsFailNew checks that a numeric keyword set to NaN or ±Inf, which only
+// a schema built in Go can hold, fails New instead of every call that meets it.
+func TestNonFiniteBoundsFailNew(t *testing.T) {
+	t.Parallel()
+	nan, inf, minusInf := math.NaN(), math.Inf(1), math.Inf(-1)
+	cases := []struct {
+		name string
+		set  func(s *jsonschema.Schema)
+	}{
+		{"minimum", func(s *jsonschema.Schema) { s.Minimum = &nan }},
+		{"maximum", func(s *jsonschema.Schema) { s.Maximum = &inf }},
+		{"exclusiveMinimum", func(s *jsonschema.Schema) { s.ExclusiveMinimum = &minusInf }},
+		{"exclusiveMaximum", func(s *jsonschema.Schema) { s.ExclusiveMaximum = &nan }},
+		{"multipleOf", func(s *jsonschema.Schema) { s.MultipleOf = &inf }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := engine.Define[any, any](engine.NewUnit("broken"), "flow", engine.Public(),
+				engine.InputSchema(func(in *jsonschema.Schema) {
+					*in = jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"n": {Type: "number"}}}
+					c.set(in.Properties["n"])
+				}))
+			_, err := engine.New(engine.Bind(f, func(_ *engine.Fx, in any) (any, error) { return in, nil }))
+			if err == nil || !strings.Contains(err.Error(), "broken.flow") ||
+				!strings.Contains(err.Error(), c.name+": ") || !strings.Contains(err.Error(), "is not a finite number") {
+				t.Fatalf("New: %v, want an error naming broken.flow and %s", err, c.name)
 			}
 		})
 	}
