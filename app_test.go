@@ -40,6 +40,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	u := engine.NewUnit("opts")
 	f := engine.Define[appIn, appOut](u, "f", engine.Public())
 	h := func(_ *engine.Fx, in appIn) (appOut, error) { return appOut{}, nil }
+	sh := func(_ *engine.Fx, in appIn, _ *engine.Stream[int]) (appOut, error) { return appOut{}, nil }
 	cases := []struct {
 		name string
 		opts []engine.Option
@@ -56,6 +57,9 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{"invalid option inside Options", []engine.Option{engine.Options(nil, engine.InvalidOption(mine))}, "mine"},
 		{"failing check", []engine.Option{engine.Bind(f, h), engine.Validate(func(*engine.App) error { return mine })}, "mine"},
 		{"nil flow", []engine.Option{engine.Bind[appIn, appOut](nil, h)}, "Bind: nil flow"},
+		{"nil stream flow", []engine.Option{engine.BindStream[appIn, int, appOut](nil, sh)}, "BindStream: nil flow"},
+		{"stream flow not made by DefineStream", []engine.Option{engine.BindStream(&engine.StreamFlow[appIn, int, appOut]{}, sh)},
+			"BindStream: nil flow"},
 		{"nil handler", []engine.Option{engine.Bind(f, nil)}, "Bind opts.f: nil handler"},
 		{"bound twice", []engine.Option{engine.Bind(f, h), engine.Bind(f, h)}, "flow opts.f is bound twice"},
 		{"nil middleware", []engine.Option{engine.Bind(f, h, engine.Use(nil))}, "Bind opts.f: nil middleware"},
