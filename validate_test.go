@@ -189,6 +189,7 @@ var keywordCases = []keywordCase{
 		issues(issue("", "must be at least 5 characters"), issue("", "must match the pattern ^[0-9]+$"))},
 	// the other keywords
 	{"uniqueItems", `{"uniqueItems":true}`, `[1,2,1.0]`, issues(issue("", "must not repeat items (items 0 and 2 are equal)"))},
+	{"uniqueItems, the first repeat only", `{"uniqueItems":true}`, `["a","a","a",2,2]`, issues(issue("", "must not repeat items (items 0 and 1 are equal)"))},
 	{"anyOf", `{"anyOf":[{"type":"string"},{"type":"integer"}]}`, `true`, issues(issue("", "does not match any of the allowed forms"))},
 	{"oneOf none", `{"oneOf":[{"type":"string"},{"type":"integer"}]}`, `true`, issues(issue("", "does not match any of the allowed forms"))},
 	{"oneOf two", `{"oneOf":[{"type":"integer"},{"minimum":0}]}`, `1`, issues(issue("", "matches more than one of the allowed forms"))},
