@@ -201,6 +201,8 @@ var keywordCases = []keywordCase{
 	{"draft-07 dependencies", `{"$schema":"http://json-schema.org/draft-07/schema#","dependencies":{"card":["cvv"]}}`, `{"card":"1"}`,
 		issues(issue("cvv", "required when card is present"))},
 	{"dependentRequired", `{"dependentRequired":{"card":["cvv"]}}`, `{"card":"1"}`, issues(issue("cvv", "required when card is present"))},
+	{"dependentRequired, most not present", `{"dependentRequired":{"a":["b"],"c":["d"],"e":["f"],"g":["h"],"i":["j"],"k":["l"]}}`,
+		`{"c":1}`, issues(issue("d", "required when c is present"))},
 	{"propertyNames", `{"propertyNames":{"pattern":"^[a-z]+$"}}`, `{"A":1,"b":2}`, issues(issue("A", "not an allowed member name"))},
 	{"contains", `{"contains":{"type":"integer"}}`, `["a"]`, issues(issue("", "must contain a matching item"))},
 	{"minContains", `{"contains":{"type":"integer"},"minContains":2}`, `[1,"a"]`, issues(issue("", "must contain at least 2 matching items"))},

@@ -203,6 +203,7 @@ func TestAccepts(t *testing.T) {
 		{required(64), members(64), true},
 		{required(64), members(63), false},
 		{`{"type":"string","maxLength":2}`, `"\\\\"`, true},
+		{`{"enum":["\ufffd"]}`, "\"\x80\"", true}, // a byte that is not UTF-8 decodes to U+FFFD
 		{`{"type":"string"}`, `[]`, false},
 		{`{"type":"boolean"}`, `trux`, false},
 		{`{"type":"array"}`, `[tru`, false},
@@ -282,6 +283,24 @@ func members(n int) string {
 		ms[i] = fmt.Sprintf(`"p%d":%d`, i, i)
 	}
 	return "{" + strings.Join(ms, ",") + "}"
+}
+
+// TestAcceptsGoIntegerEnumMembers checks enum members of Go type int and int64, which
+// only a schema built in Go holds, exactly: 2^53+1 is not the 2^53 it rounds to.
+func TestAcceptsGoIntegerEnumMembers(t *testing.T) {
+	t.Parallel()
+	iv, err := Compile(&jsonschema.Schema{Enum: []any{9007199254740993, int64(-9007199254740993)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for input, want := range map[string]bool{"9007199254740993": true, "-9007199254740993": true,
+		"9007199254740992": false, "-9007199254740992": false, "1": false} {
+		issues := iv.Validate(decodeNumbers(t, input))
+		if valid := len(issues) == 0; valid != want {
+			t.Fatalf("Validate(%s) says valid = %v, want %v", input, valid, want)
+		}
+		checkAccepts(t, iv, []byte(input), issues)
+	}
 }
 
 // compileText compiles a schema written as JSON.
