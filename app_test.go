@@ -40,6 +40,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	u := engine.NewUnit("opts")
 	f := engine.Define[appIn, appOut](u, "f", engine.Public())
 	h := func(_ *engine.Fx, in appIn) (appOut, error) { return appOut{}, nil }
+	sh := func(_ *engine.Fx, in appIn, _ *engine.Stream[int]) (appOut, error) { return appOut{}, nil }
 	cases := []struct {
 		name string
 		opts []engine.Option
@@ -56,6 +57,9 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{"invalid option inside Options", []engine.Option{engine.Options(nil, engine.InvalidOption(mine))}, "mine"},
 		{"failing check", []engine.Option{engine.Bind(f, h), engine.Validate(func(*engine.App) error { return mine })}, "mine"},
 		{"nil flow", []engine.Option{engine.Bind[appIn, appOut](nil, h)}, "Bind: nil flow"},
+		{"nil stream flow", []engine.Option{engine.BindStream[appIn, int, appOut](nil, sh)}, "BindStream: nil flow"},
+		{"stream flow not made by DefineStream", []engine.Option{engine.BindStream(&engine.StreamFlow[appIn, int, appOut]{}, sh)},
+			"BindStream: nil flow"},
 		{"nil handler", []engine.Option{engine.Bind(f, nil)}, "Bind opts.f: nil handler"},
 		{"bound twice", []engine.Option{engine.Bind(f, h), engine.Bind(f, h)}, "flow opts.f is bound twice"},
 		{"nil middleware", []engine.Option{engine.Bind(f, h, engine.Use(nil))}, "Bind opts.f: nil middleware"},
@@ -224,11 +228,12 @@ func TestMiddlewareAndTheGate(t *testing.T) {
 
 // TestServerOnlyFlows checks that a server-only flow has no route and no RPC, needs no
 // authenticator though gated, is listed under "server" with its tags, and still runs
-// through Invoke.
+// through Invoke. The server-only flow sorts before the other, which the descriptor
+// must still list.
 func TestServerOnlyFlows(t *testing.T) {
 	t.Parallel()
 	u := engine.NewUnit("jobs")
-	job := engine.Define[appIn, appOut](u, "sweep", engine.POST("/jobs/sweep"), engine.Describe("Sweeps."))
+	job := engine.Define[appIn, appOut](u, "audit", engine.POST("/jobs/audit"), engine.Describe("Audits."))
 	pub := engine.Define[appIn, appOut](u, "ping", engine.GET("/jobs/ping"), engine.Public())
 	h := func(_ *engine.Fx, in appIn) (appOut, error) { return appOut{Said: in.Name}, nil }
 	app, err := engine.New(engine.WithLogger(discardLogger()),
@@ -241,7 +246,7 @@ func TestServerOnlyFlows(t *testing.T) {
 		t.Fatalf("Routes %v, want %v", got, want)
 	}
 	d := app.Descriptor()
-	wantServer := []engine.DescriptorServerFlow{{ID: "jobs.sweep", Description: "Sweeps.",
+	wantServer := []engine.DescriptorServerFlow{{ID: "jobs.audit", Description: "Audits.",
 		Tags: map[string]any{"cron": "@hourly", "owner": "ops"}}}
 	if !reflect.DeepEqual(d.Server, wantServer) {
 		t.Fatalf("descriptor server %+v, want %+v", d.Server, wantServer)
@@ -260,7 +265,7 @@ func TestServerOnlyFlows(t *testing.T) {
 	}
 	srv := httptest.NewServer(app.Handler())
 	t.Cleanup(srv.Close)
-	for _, target := range []string{"/_engine/jobs/sweep", "/jobs/sweep"} {
+	for _, target := range []string{"/_engine/jobs/audit", "/jobs/audit"} {
 		res, err := http.Post(srv.URL+target, "application/json", strings.NewReader(`{}`))
 		if err != nil {
 			t.Fatal(err)
@@ -270,11 +275,11 @@ func TestServerOnlyFlows(t *testing.T) {
 			t.Fatalf("POST %s: HTTP %d %s, want NotFound", target, res.StatusCode, body)
 		}
 	}
-	out, err := app.Invoke(context.Background(), "jobs.sweep", nil, json.RawMessage(`{"id":1,"name":"n"}`))
+	out, err := app.Invoke(context.Background(), "jobs.audit", nil, json.RawMessage(`{"id":1,"name":"n"}`))
 	if err == nil || !engine.IsCode(err, engine.CodeUnauthorized) {
 		t.Fatalf("anonymous Invoke of the gated server-only flow: %s, %v; want Unauthorized", out, err)
 	}
-	out, err = app.Invoke(context.Background(), "jobs.sweep", &engine.Principal{ID: "cron"}, json.RawMessage(`{"id":1,"name":"n"}`))
+	out, err = app.Invoke(context.Background(), "jobs.audit", &engine.Principal{ID: "cron"}, json.RawMessage(`{"id":1,"name":"n"}`))
 	if err != nil || string(out) != `{"said":"n"}` {
 		t.Fatalf("Invoke: %s, %v", out, err)
 	}

@@ -95,7 +95,9 @@ func onceFlow(tb testing.TB, refine func(*jsonschema.Schema)) *onceFlowCase {
 func TestAppendString(t *testing.T) {
 	t.Parallel()
 	for _, s := range []string{"", "id", "a b", `say "hi"`, `back\slash`, "<b>&amp;</b>", "tab\there", "\x00\x1f\x7f",
-		"héllo", "\u2028\u2029", "bad \xff utf-8", "~"} {
+		"héllo", "\u2028\u2029", "bad \xff utf-8", "~",
+		// One character alone, so that no other character sends the string to json.Marshal.
+		`"`, `\`, "<", ">", "&", "\x01"} {
 		want, err := json.Marshal(s)
 		if err != nil {
 			t.Fatal(err)

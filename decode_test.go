@@ -37,8 +37,13 @@ func restServer(t *testing.T) *httptest.Server {
 		}))
 	anything := engine.Define[any, any](u, "any", engine.GET("/q/any"), engine.Public())
 	body := engine.Define[map[string]any, map[string]any](u, "body", engine.POST("/q/body/:id"), engine.Public())
+	// Two typed path parameters: each wrong one is an issue.
+	two := engine.Define[map[string]any, map[string]any](u, "two", engine.GET("/q/two/:a/:b"), engine.Public(),
+		engine.InputSchema(func(s *jsonschema.Schema) {
+			s.Properties = map[string]*jsonschema.Schema{"a": {Type: "integer"}, "b": {Type: "integer"}}
+		}))
 	app, err := engine.New(engine.WithLogger(slog.New(slog.DiscardHandler)),
-		engine.Bind(byMap, echo), engine.Bind(typed, echo), engine.Bind(body, echo),
+		engine.Bind(byMap, echo), engine.Bind(typed, echo), engine.Bind(body, echo), engine.Bind(two, echo),
 		engine.Bind(anything, func(_ *engine.Fx, in any) (any, error) { return in, nil }))
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +94,10 @@ func TestRESTInputTyping(t *testing.T) {
 		{"any input", "GET", "/q/any?x=1", "", `{"x":"1"}`, nil},
 		{"blank body beside a path parameter", "POST", "/q/body/5", "  \n", `{"id":"5"}`, nil},
 		{"body beside a path parameter", "POST", "/q/body/5", `{"a":1}`, `{"a":1,"id":"5"}`, nil},
+		{"a POST's query string is not its input", "POST", "/q/body/5?x=1", `{"a":1}`, `{"a":1,"id":"5"}`, nil},
+		{"typed path parameters", "GET", "/q/two/1/2", "", `{"a":1,"b":2}`, nil},
+		{"every wrong path parameter", "GET", "/q/two/x/y", "", "", issues(issue("a", `expected an integer, got "x"`),
+			issue("b", `expected an integer, got "y"`))},
 		{"malformed body", "POST", "/q/body/5", `{"a":`, "", issues(issue("", "malformed JSON: unexpected end of JSON input"))},
 		{"body not an object", "POST", "/q/body/5", `[1]`, "", issues(issue("", "the body must be a JSON object when the path has parameters"))},
 		{"body null beside a path parameter", "POST", "/q/body/5", `null`, "", issues(issue("", "the body must be a JSON object when the path has parameters"))},

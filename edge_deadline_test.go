@@ -3,6 +3,7 @@ package engine_test
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -67,4 +68,33 @@ func TestTheBodyDeadlineReachesThroughAWrappedWriter(t *testing.T) {
 		h.ServeHTTP(wrappedWriter{w}, r)
 	})
 	expectBodyTimeout(t, srv, calls)
+}
+
+// deadlineRecorder is a writer that takes read deadlines, as net/http's does, and keeps
+// each one it is given.
+type deadlineRecorder struct {
+	*httptest.ResponseRecorder
+	deadlines []time.Time
+}
+
+func (d *deadlineRecorder) SetReadDeadline(t time.Time) error {
+	d.deadlines = append(d.deadlines, t)
+	return nil
+}
+
+// Without WithBodyTimeout, a body must arrive within DefaultBodyTimeout: the deadline is
+// set that far ahead before the body is read, and cleared once it has been.
+func TestTheDefaultBodyTimeout(t *testing.T) {
+	t.Parallel()
+	srv, calls := edgeServer(t)
+	w := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+	before := time.Now()
+	srv.Config.Handler.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/edge/echo", strings.NewReader(`{"text":"x"}`)))
+	after := time.Now()
+	if w.Code != http.StatusOK || calls.Load() != 1 || len(w.deadlines) != 2 || !w.deadlines[1].IsZero() {
+		t.Fatalf("HTTP %d after %d calls, deadlines %v; want 200, one call, a deadline and its clearing", w.Code, calls.Load(), w.deadlines)
+	}
+	if d := w.deadlines[0]; d.Before(before.Add(engine.DefaultBodyTimeout)) || d.After(after.Add(engine.DefaultBodyTimeout)) {
+		t.Fatalf("deadline %v, want DefaultBodyTimeout (%v) after the request", d, engine.DefaultBodyTimeout)
+	}
 }

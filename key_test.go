@@ -2,11 +2,13 @@ package engine_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bbc28f59/engine"
 	"github.com/google/uuid"
@@ -94,9 +96,13 @@ func TestACallOutsideDurableRunsHasAFreshKeyOfItsOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var keys []string
-	for range 2 {
+	// Many calls: the version and variant bits are set over random bytes, and a mistake
+	// there shows only in the keys whose random bits happen to expose it.
+	keys := map[string]bool{}
+	for range 32 {
+		before := time.Now().UnixMilli()
 		raw, err := app.Invoke(t.Context(), flow.ID(), nil, json.RawMessage(`{}`))
+		after := time.Now().UnixMilli()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,13 +113,20 @@ func TestACallOutsideDurableRunsHasAFreshKeyOfItsOwn(t *testing.T) {
 		if got[0] != got[1] || !regexp.MustCompile(`^call_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(got[0]) {
 			t.Fatalf("keys %q: want one call_ key (a UUIDv7) per call", got)
 		}
-		if u, err := uuid.Parse(strings.TrimPrefix(got[0], "call_")); err != nil || u.Version() != 7 || u.Variant() != uuid.RFC4122 {
+		u, err := uuid.Parse(strings.TrimPrefix(got[0], "call_"))
+		if err != nil || u.Version() != 7 || u.Variant() != uuid.RFC4122 {
 			t.Fatalf("key %s is not a UUIDv7 to github.com/google/uuid: %v", got[0], err)
 		}
-		keys = append(keys, got[0])
-	}
-	if keys[0] == keys[1] {
-		t.Fatalf("two calls share the key %s", keys[0])
+		// Time-ordered: its first 48 bits are the call's Unix time in milliseconds.
+		var ts [8]byte
+		copy(ts[2:], u[:6])
+		if ms := int64(binary.BigEndian.Uint64(ts[:])); ms < before || ms > after {
+			t.Fatalf("key %s holds the time %d ms, want the call's, within [%d, %d]", got[0], ms, before, after)
+		}
+		if keys[got[0]] {
+			t.Fatalf("two calls share the key %s", got[0])
+		}
+		keys[got[0]] = true
 	}
 	if engine.IdempotencyKey(t.Context()) != "" {
 		t.Fatal("a context outside any call has a key")

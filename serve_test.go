@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -242,5 +243,37 @@ func TestInvokeHidesFailuresAndPassesCancellationOn(t *testing.T) {
 	_, err = app.Invoke(ctx, "inv.waits", nil, input)
 	if !errors.Is(err, context.Canceled) || engine.AsError(err) != nil {
 		t.Fatalf("a cancelled call: %v (%T), want context.Canceled", err, err)
+	}
+}
+
+// TestInvokeOfAParkedCall checks that Invoke names the run of a call that parked (the
+// 202 of HTTP) as an *AcceptedError, and returns ErrParked itself when the call has no
+// run id, and that a RunState is final once completed or failed.
+func TestInvokeOfAParkedCall(t *testing.T) {
+	t.Parallel()
+	f := engine.Define[appIn, appOut](engine.NewUnit("parks"), "wait", engine.Public())
+	app, err := engine.New(engine.WithLogger(discardLogger()), engine.Bind(f, func(fx *engine.Fx, in appIn) (appOut, error) {
+		if in.ID == 1 {
+			fx.SetMeta("runId", in.Name)
+		}
+		return appOut{}, fmt.Errorf("waiting: %w", engine.ErrParked)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = app.Invoke(ctxT(t), f.ID(), nil, json.RawMessage(`{"id":1,"name":"run-1"}`))
+	if acc, ok := errors.AsType[*engine.AcceptedError](err); !ok || acc.RunID != "run-1" {
+		t.Fatalf("Invoke of a call parked in run-1: %v, want an AcceptedError naming run-1", err)
+	}
+	for _, input := range []string{`{"id":1,"name":""}`, `{"id":2,"name":"run-2"}`} {
+		_, err = app.Invoke(ctxT(t), f.ID(), nil, json.RawMessage(input))
+		if _, ok := errors.AsType[*engine.AcceptedError](err); ok || !errors.Is(err, engine.ErrParked) {
+			t.Fatalf("Invoke of a call parked without a run id (%s): %v, want ErrParked", input, err)
+		}
+	}
+	for status, final := range map[string]bool{"running": false, "parked": false, "completed": true, "failed": true} {
+		if got := (engine.RunState{Status: status}).Final(); got != final {
+			t.Errorf("RunState{Status: %q}.Final() = %v, want %v", status, got, final)
+		}
 	}
 }

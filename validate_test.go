@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -188,6 +189,7 @@ var keywordCases = []keywordCase{
 		issues(issue("", "must be at least 5 characters"), issue("", "must match the pattern ^[0-9]+$"))},
 	// the other keywords
 	{"uniqueItems", `{"uniqueItems":true}`, `[1,2,1.0]`, issues(issue("", "must not repeat items (items 0 and 2 are equal)"))},
+	{"uniqueItems, the first repeat only", `{"uniqueItems":true}`, `["a","a","a",2,2]`, issues(issue("", "must not repeat items (items 0 and 1 are equal)"))},
 	{"anyOf", `{"anyOf":[{"type":"string"},{"type":"integer"}]}`, `true`, issues(issue("", "does not match any of the allowed forms"))},
 	{"oneOf none", `{"oneOf":[{"type":"string"},{"type":"integer"}]}`, `true`, issues(issue("", "does not match any of the allowed forms"))},
 	{"oneOf two", `{"oneOf":[{"type":"integer"},{"minimum":0}]}`, `1`, issues(issue("", "matches more than one of the allowed forms"))},
@@ -199,6 +201,8 @@ var keywordCases = []keywordCase{
 	{"draft-07 dependencies", `{"$schema":"http://json-schema.org/draft-07/schema#","dependencies":{"card":["cvv"]}}`, `{"card":"1"}`,
 		issues(issue("cvv", "required when card is present"))},
 	{"dependentRequired", `{"dependentRequired":{"card":["cvv"]}}`, `{"card":"1"}`, issues(issue("cvv", "required when card is present"))},
+	{"dependentRequired, most not present", `{"dependentRequired":{"a":["b"],"c":["d"],"e":["f"],"g":["h"],"i":["j"],"k":["l"]}}`,
+		`{"c":1}`, issues(issue("d", "required when c is present"))},
 	{"propertyNames", `{"propertyNames":{"pattern":"^[a-z]+$"}}`, `{"A":1,"b":2}`, issues(issue("A", "not an allowed member name"))},
 	{"contains", `{"contains":{"type":"integer"}}`, `["a"]`, issues(issue("", "must contain a matching item"))},
 	{"minContains", `{"contains":{"type":"integer"},"minContains":2}`, `[1,"a"]`, issues(issue("", "must contain at least 2 matching items"))},
@@ -457,6 +461,38 @@ func TestSchemaCompiledAtBind(t *testing.T) {
 			_, err := engine.New(engine.Bind(f, func(_ *engine.Fx, in any) (any, error) { return in, nil }))
 			if err == nil || !strings.Contains(err.Error(), "broken.flow") || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("New: %v, want an error naming broken.flow and %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestNonFiniteBoundsFailNew checks that a numeric keyword set to NaN or ±Inf, which only
+// a schema built in Go can hold, fails New instead of every call that meets it.
+func TestNonFiniteBoundsFailNew(t *testing.T) {
+	t.Parallel()
+	nan, inf, minusInf := math.NaN(), math.Inf(1), math.Inf(-1)
+	cases := []struct {
+		name string
+		set  func(s *jsonschema.Schema)
+	}{
+		{"minimum", func(s *jsonschema.Schema) { s.Minimum = &nan }},
+		{"maximum", func(s *jsonschema.Schema) { s.Maximum = &inf }},
+		{"exclusiveMinimum", func(s *jsonschema.Schema) { s.ExclusiveMinimum = &minusInf }},
+		{"exclusiveMaximum", func(s *jsonschema.Schema) { s.ExclusiveMaximum = &nan }},
+		{"multipleOf", func(s *jsonschema.Schema) { s.MultipleOf = &inf }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := engine.Define[any, any](engine.NewUnit("broken"), "flow", engine.Public(),
+				engine.InputSchema(func(in *jsonschema.Schema) {
+					*in = jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"n": {Type: "number"}}}
+					c.set(in.Properties["n"])
+				}))
+			_, err := engine.New(engine.Bind(f, func(_ *engine.Fx, in any) (any, error) { return in, nil }))
+			if err == nil || !strings.Contains(err.Error(), "broken.flow") ||
+				!strings.Contains(err.Error(), c.name+": ") || !strings.Contains(err.Error(), "is not a finite number") {
+				t.Fatalf("New: %v, want an error naming broken.flow and %s", err, c.name)
 			}
 		})
 	}

@@ -111,9 +111,6 @@ func (iv *Validator) fastOf(s *jsonschema.Schema, memo map[*jsonschema.Schema]*f
 		f.constant = s.Const
 		f.unsure = f.unsure || !scalarValue(*s.Const)
 	}
-	for _, b := range []*float64{s.Minimum, s.Maximum, s.ExclusiveMinimum, s.ExclusiveMaximum, s.MultipleOf} {
-		f.unsure = f.unsure || (b != nil && (math.IsNaN(*b) || math.IsInf(*b, 0)))
-	}
 	f.minimum, f.maximum = s.Minimum, s.Maximum
 	f.exclusiveMinimum, f.exclusiveMaximum, f.multipleOf = s.ExclusiveMinimum, s.ExclusiveMaximum, s.MultipleOf
 	f.minLength, f.maxLength, f.format = s.MinLength, s.MaxLength, s.Format

@@ -3,6 +3,7 @@ package validate
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -153,6 +154,7 @@ func TestAccepts(t *testing.T) {
 		{`{"enum":[1,"a",null,true]}`, `false`, false},
 		{`{"enum":[1,"a",null,true]}`, `1.0000000000000000001`, false},
 		{`{"enum":[1,"a",null,true]}`, `{}`, false},
+		{`{"enum":[1,"a",null,true]}`, `[]`, false},
 		{`{"const":"x"}`, `"x"`, true},
 		{`{"const":"x"}`, `"y"`, false},
 		{`{"type":"string","minLength":2,"maxLength":3}`, `"éé"`, true},
@@ -192,13 +194,33 @@ func TestAccepts(t *testing.T) {
 		{`{"type":"string"}`, "\"a\tb\"", false},
 		{`{"type":"object"}`, `{"a" 1}`, false},
 		{`{"type":"array"}`, `[1,]`, false},
+		// The edges of the limits and of the input: a number of exactly 100 characters, an
+		// exponent of exactly -400, nesting of exactly maxScanDepth, 64 required members
+		// (each a bit), and input that ends inside a value.
+		{`{"type":"number"}`, `1` + strings.Repeat("0", 99), true},
+		{`{}`, `[1e-400]`, true},
+		{`{}`, strings.Repeat("[", maxScanDepth+1) + strings.Repeat("]", maxScanDepth+1), true},
+		{required(64), members(64), true},
+		{required(64), members(63), false},
+		{`{"type":"string","maxLength":2}`, `"\\\\"`, true},
+		{`{"enum":["\ufffd"]}`, "\"\x80\"", true}, // a byte that is not UTF-8 decodes to U+FFFD
+		{`{"type":"string"}`, `[]`, false},
+		{`{"type":"boolean"}`, `trux`, false},
+		{`{"type":"array"}`, `[tru`, false},
+		{`{"type":"string"}`, `"abc`, false},
+		{`{"type":"number"}`, `1e`, false},
+		{`{"type":"object"}`, `{"a",1}`, false},
+		{`{"type":"object"}`, `{"a"`, false},
+		{`{"type":"array"}`, `[1`, false},
+		{`{"type":"array"}`, `[`, false},
 	}
 	for _, c := range cases {
 		iv := compileText(t, c.schema)
 		if !readsWhole(iv.fast, map[*fastNode]bool{}) {
 			t.Fatalf("%s: Accepts leaves part of it to Validate", c.schema)
 		}
-		if got := iv.Accepts([]byte(c.input)); got != c.want {
+		in := []byte(c.input)
+		if got := iv.Accepts(in[:len(in):len(in)]); got != c.want { // nothing past the input to read
 			t.Errorf("schema %s: Accepts(%s) = %v, want %v", c.schema, c.input, got, c.want)
 		}
 		if !json.Valid([]byte(c.input)) {
@@ -224,6 +246,8 @@ func TestAcceptsLeavesToValidate(t *testing.T) {
 		{`{"$defs":{"n":{"type":"integer"}},"$ref":"#/$defs/n"}`, `1`},
 		{`{"type":"object","patternProperties":{"^x":{"type":"integer"}}}`, `{"x":1}`},
 		{`{"enum":[[1]]}`, `[1]`},
+		{`{"const":[1]}`, `[1]`},
+		{`{}`, strings.Repeat(`{"a":`, maxScanDepth+2) + "1" + strings.Repeat("}", maxScanDepth+2)},
 		{`{}`, strings.Repeat("[", maxScanDepth+2) + strings.Repeat("]", maxScanDepth+2)},
 	} {
 		iv := compileText(t, c.schema)
@@ -233,10 +257,49 @@ func TestAcceptsLeavesToValidate(t *testing.T) {
 		if iv.Accepts([]byte(c.input)) {
 			t.Errorf("schema %s: Accepts(%s) said yes; it should leave it to Validate", c.schema, c.input)
 		}
+		if c.schema != `{}` && readsWhole(iv.fast, map[*fastNode]bool{}) { // {}: too deep to follow
+			t.Errorf("schema %s: no node is left to Validate", c.schema)
+		}
 	}
 	var none *Validator
 	if !none.Accepts([]byte(`{"anything":1}`)) {
 		t.Error("the nil validator refused an input")
+	}
+}
+
+// required is an object schema of n integer properties, all required; members is an
+// object with the first n of them.
+func required(n int) string {
+	props, names := make([]string, n), make([]string, n)
+	for i := range n {
+		props[i], names[i] = fmt.Sprintf(`"p%d":{"type":"integer"}`, i), fmt.Sprintf(`"p%d"`, i)
+	}
+	return `{"type":"object","properties":{` + strings.Join(props, ",") + `},"required":[` + strings.Join(names, ",") + `]}`
+}
+
+func members(n int) string {
+	ms := make([]string, n)
+	for i := range n {
+		ms[i] = fmt.Sprintf(`"p%d":%d`, i, i)
+	}
+	return "{" + strings.Join(ms, ",") + "}"
+}
+
+// TestAcceptsGoIntegerEnumMembers checks enum members of Go type int and int64, which
+// only a schema built in Go holds, exactly: 2^53+1 is not the 2^53 it rounds to.
+func TestAcceptsGoIntegerEnumMembers(t *testing.T) {
+	t.Parallel()
+	iv, err := Compile(&jsonschema.Schema{Enum: []any{9007199254740993, int64(-9007199254740993)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for input, want := range map[string]bool{"9007199254740993": true, "-9007199254740993": true,
+		"9007199254740992": false, "-9007199254740992": false, "1": false} {
+		issues := iv.Validate(decodeNumbers(t, input))
+		if valid := len(issues) == 0; valid != want {
+			t.Fatalf("Validate(%s) says valid = %v, want %v", input, valid, want)
+		}
+		checkAccepts(t, iv, []byte(input), issues)
 	}
 }
 

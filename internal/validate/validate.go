@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"net/url"
 	"regexp"
 	"slices"
@@ -168,7 +169,9 @@ func (iv *Validator) residual(s *jsonschema.Schema) *jsonschema.Schema {
 }
 
 // checkCounts refuses the counts and divisors the specification requires to be
-// non-negative (or, for multipleOf, positive), which jsonschema-go does not check.
+// non-negative (or, for multipleOf, positive), which jsonschema-go does not check, and
+// numeric keywords that are not finite numbers (NaN or ±Inf, which only a schema built
+// in Go can hold, and no JSON number can be compared with).
 func checkCounts(s *jsonschema.Schema) error {
 	for _, c := range []struct {
 		name string
@@ -180,6 +183,17 @@ func checkCounts(s *jsonschema.Schema) error {
 	} {
 		if c.n != nil && *c.n < 0 {
 			return fmt.Errorf("%s: %d is negative", c.name, *c.n)
+		}
+	}
+	for _, b := range []struct {
+		name string
+		f    *float64
+	}{
+		{"minimum", s.Minimum}, {"maximum", s.Maximum}, {"exclusiveMinimum", s.ExclusiveMinimum},
+		{"exclusiveMaximum", s.ExclusiveMaximum}, {"multipleOf", s.MultipleOf},
+	} {
+		if b.f != nil && (math.IsNaN(*b.f) || math.IsInf(*b.f, 0)) {
+			return fmt.Errorf("%s: %v is not a finite number", b.name, *b.f)
 		}
 	}
 	if s.MultipleOf != nil && !(*s.MultipleOf > 0) {
