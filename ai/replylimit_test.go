@@ -90,7 +90,9 @@ func TestAnOversizedReplyEndsTheRun(t *testing.T) {
 // text is a frame of its own: the frames hold a few times the text).
 func TestTheDefaultReplyBound(t *testing.T) {
 	t.Parallel()
-	big := strings.Repeat("lorem ipsum ", ai.DefaultMaxReplyBytes/12+1024)
+	// Words of 4 KiB: the fakes send a word a chunk, and the bound is on bytes, not chunks
+	// (a reply of short words is 180,000 chunks, minutes under -race on a busy machine).
+	big := strings.Repeat(strings.Repeat("x", 4095)+" ", ai.DefaultMaxReplyBytes/4096+4)
 	w := newWorld(t, setup{turns: []turn{{Text: big}, {Text: big}}})
 	if status, body := w.post(t, "/chat/prompt", `{"message":"summarise"}`); status < 400 {
 		t.Errorf("ai.Ask of an oversized reply: %d %.200s", status, body)
