@@ -127,32 +127,33 @@ func (h *harness) parkChat(ctx context.Context, ask string) (runID, interrupt st
 			sleep(ctx, 50*time.Millisecond)
 			continue
 		}
+		ended := false
 		for _, line := range strings.Split(raw, "\n") {
 			data, ok := strings.CutPrefix(line, "data: ")
 			if !ok || data == "[DONE]" {
 				continue
 			}
-			var ev struct {
-				Type    string `json:"type"`
-				RunID   string `json:"runId"`
-				Outcome *struct {
-					Interrupts []struct {
-						ID string `json:"id"`
-					} `json:"interrupts"`
-				} `json:"outcome"`
-			}
-			if json.Unmarshal([]byte(data), &ev) != nil {
+			ev, ok := parkEvent(data)
+			if !ok {
 				continue
 			}
 			if ev.Type == "RUN_STARTED" {
 				runID = ev.RunID
 			}
-			if ev.Type == "RUN_FINISHED" && ev.Outcome != nil && len(ev.Outcome.Interrupts) == 1 {
-				interrupt = ev.Outcome.Interrupts[0].ID
+			ended = ended || ev.Type == "RUN_FINISHED" || ev.Type == "RUN_ERROR"
+			if id, ok := ev.interrupt(); ok {
+				interrupt = id
 			}
 		}
+		if runID != "" && interrupt == "" && !ended {
+			// The stream ended without the run's end: the instance lost the run's lease
+			// (its renewal came late on a loaded machine) and another took the run over. A
+			// client follows the run; here its stored log tells where it parked.
+			h.logf("%s: the live stream ended without the run's end (its lease was taken over): waiting for the stored log to park", runID)
+			interrupt, err = h.awaitPark(ctx, runID)
+		}
 		if runID == "" || interrupt == "" {
-			return "", "", fmt.Errorf("chaos: the chat did not park: %d %s", status, raw)
+			return "", "", fmt.Errorf("chaos: the chat did not park (%v): %d %s", err, status, raw)
 		}
 		return runID, interrupt, nil
 	}
@@ -189,6 +190,48 @@ func (h *harness) retryPost(ctx context.Context, path, body string) int {
 
 // awaitEnd waits for the agent run's log to be finished and its durable run to be
 // final, and returns the status and the stored rows.
+// parked is what parkChat reads of an agent event.
+type parked struct {
+	Type    string `json:"type"`
+	RunID   string `json:"runId"`
+	Outcome *struct {
+		Interrupts []struct {
+			ID string `json:"id"`
+		} `json:"interrupts"`
+	} `json:"outcome"`
+}
+
+func parkEvent(data string) (parked, bool) {
+	var ev parked
+	return ev, json.Unmarshal([]byte(data), &ev) == nil
+}
+
+// interrupt returns the id of the one interrupt a RUN_FINISHED carries.
+func (ev parked) interrupt() (string, bool) {
+	if ev.Type != "RUN_FINISHED" || ev.Outcome == nil || len(ev.Outcome.Interrupts) != 1 {
+		return "", false
+	}
+	return ev.Outcome.Interrupts[0].ID, true
+}
+
+// awaitPark waits for the stored log of the run streamID to park on one interrupt and
+// returns its id.
+func (h *harness) awaitPark(ctx context.Context, streamID string) (string, error) {
+	deadline := time.Now().Add(60*time.Second + 10*h.cfg.LeaseTTL)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		rows, _, err := h.rows(ctx, streamID)
+		for _, r := range rows {
+			if ev, ok := parkEvent(r.event); ok && err == nil {
+				if id, ok := ev.interrupt(); ok {
+					return id, nil
+				}
+			}
+		}
+		sleep(ctx, 100*time.Millisecond)
+	}
+	return "", fmt.Errorf("the run taken over did not park")
+}
+
 func (h *harness) awaitEnd(ctx context.Context, streamID string) (string, []row, error) {
 	deadline := time.Now().Add(60*time.Second + 10*h.cfg.LeaseTTL)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
