@@ -149,15 +149,7 @@ func TestStreamTextDisconnect(t *testing.T) {
 			w := newWorld(t, setup{kind: kind, turns: []turn{{Text: strings.Repeat("la ", 200), Delay: 20 * time.Millisecond}}})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.srv.URL+"/chat/text", strings.NewReader(`{"message":"sing"}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Content-Type", "application/json")
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := w.open(t, ctx, "/chat/text", `{"message":"sing"}`)
 			r := httpx.NewSSEReader(res.Body)
 			if _, err := r.Next(); err != nil {
 				t.Fatalf("no first frame: %v", err)

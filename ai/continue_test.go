@@ -2,7 +2,6 @@ package ai_test
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -21,15 +20,7 @@ func TestContinueOnDisconnect(t *testing.T) {
 	w := newWorld(t, setup{turns: []turn{{Text: long, Delay: 5 * time.Millisecond}}, agentOpts: []ai.AgentOption{ai.ContinueOnDisconnect()}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.srv.URL+"/chat", strings.NewReader(`{"message":"count"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := w.open(t, ctx, "/chat", `{"message":"count"}`)
 	var runID string
 	for f, err := range agent.ReadFrames(res.Body) {
 		if err != nil {

@@ -2,7 +2,6 @@ package ai_test
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -29,15 +28,7 @@ func TestClientDisconnectAbortsModelCall(t *testing.T) {
 
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.srv.URL+path, strings.NewReader(`{"message":"count"}`))
-				if err != nil {
-					t.Fatal(err)
-				}
-				req.Header.Set("Content-Type", "application/json")
-				res, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
+				res := w.open(t, ctx, path, `{"message":"count"}`)
 				var runID string
 				for f, err := range agent.ReadFrames(res.Body) {
 					if err != nil {

@@ -446,6 +446,19 @@ func (w *world) request(t *testing.T, path, body string) (*http.Response, string
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	res := w.open(t, ctx, path, body)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, string(b)
+}
+
+// open posts body to path as JSON under ctx and returns the response, its body unread:
+// the caller reads (and closes) it.
+func (w *world) open(t *testing.T, ctx context.Context, path, body string) *http.Response {
+	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -455,12 +468,7 @@ func (w *world) request(t *testing.T, path, body string) (*http.Response, string
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res, string(b)
+	return res
 }
 
 // stream posts body to path and parses the reply as an agent stream.

@@ -47,15 +47,7 @@ func TestStopRunningRun(t *testing.T) {
 				w := newWorld(t, setup{kind: kind, turns: []turn{{Text: strings.Repeat("tick ", 400), Delay: 10 * time.Millisecond}}})
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
-				req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.srv.URL+path, strings.NewReader(`{"message":"count"}`))
-				if err != nil {
-					t.Fatal(err)
-				}
-				req.Header.Set("Content-Type", "application/json")
-				res, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
+				res := w.open(t, ctx, path, `{"message":"count"}`)
 				defer res.Body.Close()
 				var runID string
 				var live []string

@@ -135,15 +135,7 @@ func isCode(err error, code string) bool {
 // which the caller reads to the end.
 func (w *world) midRun(t *testing.T, ctx context.Context, body string) (string, *http.Response) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.srv.URL+"/chat/agui", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := w.open(t, ctx, "/chat/agui", body)
 	runID := untilText(t, res.Body)
 	waitLoggedText(t, ctx, w.journal, runID)
 	return runID, res

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -15,18 +11,7 @@ import (
 // With QUICKSTART_OPS_PASSWORD the quickstart serves the console: ops signs in with it
 // and reads the flows; without a token the console's API answers 401.
 func TestQuickstartConsole(t *testing.T) {
-	app, closeDB, err := newApp(filepath.Join(t.TempDir(), "quickstart.db"), "a long demo password", slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeDB()
-	ctx := context.Background()
-	if err := app.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer app.Close(ctx)
-	srv := httptest.NewServer(app.Handler())
-	defer srv.Close()
+	srv := serve(t, "a long demo password")
 
 	get := func(path, token string) (int, string) {
 		req, _ := http.NewRequest("GET", srv.URL+path, nil)

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"context"
-	"log/slog"
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,17 +9,7 @@ import (
 
 // The quickstart's order parks until paid, and its board keeps what was posted.
 func TestQuickstartElements(t *testing.T) {
-	app, closeDB, err := newApp(filepath.Join(t.TempDir(), "quickstart.db"), "", slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeDB)
-	if err := app.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = app.Close(context.Background()) })
-	srv := httptest.NewServer(app.Handler())
-	t.Cleanup(srv.Close)
+	srv := serve(t, "")
 	c, err := clientx.New(srv.URL)
 	if err != nil {
 		t.Fatal(err)

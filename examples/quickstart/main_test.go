@@ -22,18 +22,8 @@ import (
 // TestQuickstart runs what the quickstart prints: the flows through the typed client,
 // the offline agent calling a tool, and a transfer that parks, is approved and resumes.
 func TestQuickstart(t *testing.T) {
-	app, closeDB, err := newApp(filepath.Join(t.TempDir(), "quickstart.db"), "", slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeDB()
+	srv := serve(t, "")
 	ctx := context.Background()
-	if err := app.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer app.Close(ctx)
-	srv := httptest.NewServer(app.Handler())
-	defer srv.Close()
 
 	c, err := clientx.New(srv.URL, clientx.WithRoutes(contract.Greeter.Routes()))
 	if err != nil {
@@ -120,4 +110,22 @@ func lastFinished(t *testing.T, evs []agui.Event) agui.RunFinished {
 	}
 	t.Fatalf("no RUN_FINISHED in %d events", len(evs))
 	return agui.RunFinished{}
+}
+
+// serve starts the quickstart's app on a fresh SQLite file (serving the console when
+// opsPassword is set) behind a test server, all closed at cleanup.
+func serve(t *testing.T, opsPassword string) *httptest.Server {
+	t.Helper()
+	app, closeDB, err := newApp(filepath.Join(t.TempDir(), "quickstart.db"), opsPassword, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeDB)
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Close(context.Background()) })
+	srv := httptest.NewServer(app.Handler())
+	t.Cleanup(srv.Close)
+	return srv
 }
