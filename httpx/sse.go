@@ -73,6 +73,7 @@ type SSEWriter struct {
 	window time.Duration
 	beat   time.Duration
 
+	frame      *[]byte   // where frames are built: from the shared pool, given back at each flush so a quiet stream holds none
 	dirty      bool      // bytes written since the last flush
 	lastFlush  time.Time // when bytes last went to the client: the flush window and heartbeats count from it
 	flushTimer sseTimer  // nil until the first delayed flush
@@ -150,10 +151,8 @@ func (s *SSEWriter) WriteEventFunc(id int64, appendData func(dst []byte) []byte)
 		}
 		s.lastID = id
 	}
-	f := bufpool.Get()
-	defer bufpool.Put(f)
-	*f = appendSSEFrame(*f, id, appendData)
-	return s.emit(*f, false)
+	*s.scratch() = appendSSEFrame((*s.frame)[:0], id, appendData)
+	return s.emit(*s.frame, false)
 }
 
 // WriteDone writes the "data: [DONE]" frame that ends a run stream and flushes it at
@@ -164,10 +163,8 @@ func (s *SSEWriter) WriteDone() error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	f := bufpool.Get()
-	defer bufpool.Put(f)
-	*f = append(*f, "data: [DONE]\n\n"...)
-	return s.emit(*f, true)
+	*s.scratch() = append((*s.frame)[:0], "data: [DONE]\n\n"...)
+	return s.emit(*s.frame, true)
 }
 
 // Comment writes a comment, which readers ignore; text with line breaks becomes several
@@ -178,10 +175,8 @@ func (s *SSEWriter) Comment(text string) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	f := bufpool.Get()
-	defer bufpool.Put(f)
-	*f = appendSSELines(*f, ": ", []byte(text))
-	return s.emit(*f, false)
+	*s.scratch() = appendSSELines((*s.frame)[:0], ": ", []byte(text))
+	return s.emit(*s.frame, false)
 }
 
 // Flush sends everything written so far to the client now.
@@ -215,6 +210,7 @@ func (s *SSEWriter) Close() error {
 	if s.dirty && s.err == nil {
 		s.flushLocked(s.clock.Now())
 	}
+	s.release()
 	return s.err
 }
 
@@ -235,8 +231,24 @@ func (s *SSEWriter) usable() error {
 	return nil
 }
 
-// emit writes frame, built in a buffer from the shared pool so a stream waiting between
-// frames holds none, and applies the flush policy: flush now when forced or when the
+// scratch returns the buffer frames are built in, taking one from the shared pool when
+// the writer holds none. s.mu must be held.
+func (s *SSEWriter) scratch() *[]byte {
+	if s.frame == nil {
+		s.frame = bufpool.Get()
+	}
+	return s.frame
+}
+
+// release gives the frame buffer back to the pool. s.mu must be held.
+func (s *SSEWriter) release() {
+	if s.frame != nil {
+		bufpool.Put(s.frame)
+		s.frame = nil
+	}
+}
+
+// emit writes frame (built in s.frame) and applies the flush policy: flush now when forced or when the
 // stream has not flushed for a whole window, otherwise make sure a timer will. A frame
 // written while the timer is armed goes out with it, so a burst reads the clock once per
 // window rather than once per frame.
@@ -263,9 +275,13 @@ func (s *SSEWriter) emit(frame []byte, force bool) error {
 	return s.err
 }
 
+// flushLocked sends what is buffered and gives the frame buffer back: a burst of frames
+// within one flush window builds them all in one buffer, and a stream that waits between
+// frames holds none.
 func (s *SSEWriter) flushLocked(now time.Time) {
 	s.dirty = false
 	s.lastFlush = now
+	s.release()
 	if s.noFlush || s.err != nil {
 		return
 	}

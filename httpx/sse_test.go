@@ -314,6 +314,53 @@ func TestSSEWriterCoalescesBursts(t *testing.T) {
 	}
 }
 
+// A burst builds its frames in one buffer from the shared pool, and the writer gives it
+// back when the burst is flushed: a stream waiting for its next frame holds none.
+func TestSSEWriterHoldsAFrameBufferOnlyUntilTheFlush(t *testing.T) {
+	t.Parallel()
+	w, rec, clock := newTestSSEWriter(t, SSEOptions{FlushWindow: 4 * time.Millisecond})
+	holds := func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.frame != nil
+	}
+	if err := w.WriteEvent(1, []byte(`{}`)); err != nil { // flushed at once
+		t.Fatal(err)
+	}
+	if holds() {
+		t.Fatal("the writer kept its frame buffer after a flush")
+	}
+	if err := w.WriteEvent(2, []byte(`{}`)); err != nil { // waits for the window
+		t.Fatal(err)
+	}
+	if !holds() {
+		t.Fatal("a frame waiting for the window has no buffer to be built in")
+	}
+	held := w.frame
+	if err := w.WriteEvent(3, []byte(`{"a":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if w.frame != held {
+		t.Fatal("a frame in the same window took another buffer")
+	}
+	clock.Advance(4 * time.Millisecond)
+	if holds() {
+		t.Fatal("the writer kept its frame buffer after the window's flush")
+	}
+	if got, want := rec.visible(), "id: 1\ndata: {}\n\nid: 2\ndata: {}\n\nid: 3\ndata: {\"a\":1}\n\n"; got != want {
+		t.Fatalf("client saw %q, want %q", got, want)
+	}
+	if err := w.Comment("ping"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if holds() {
+		t.Fatal("a closed writer kept its frame buffer")
+	}
+}
+
 // A token stream writes frames far faster than the flush window, and on some machines a
 // clock read costs as much as framing an event: frames written while a flush is armed
 // leave the clock alone.
