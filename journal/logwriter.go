@@ -28,9 +28,11 @@ type LogOptions struct {
 	CommitInterval time.Duration
 	// MaxRows is the row cap after which deltas are dropped. Default 5000.
 	MaxRows int64
-	// ReserveAhead is how many seqs past the last it handed out a writer reserves in
-	// each commit (see [Stream.Reserved]): it may return that many more seqs for live
-	// SSE ids before it must store their rows or a new reservation. A writer that takes
+	// ReserveAhead is how many seqs past the last it handed out a writer reserves (see
+	// [Stream.Reserved]): it may return seqs up to the stored reservation for live SSE
+	// ids before it must store their rows or a new reservation. A commit raises the
+	// reservation to ReserveAhead past the last seq once the stored one reaches less
+	// than half of ReserveAhead past it, and otherwise keeps it. A writer that takes
 	// over a stream after one that died continues past that one's reservation, so an id a
 	// live client was sent never names another event. Default 64.
 	ReserveAhead int64
@@ -70,9 +72,9 @@ func (o *LogOptions) defaults() {
 // never skips.
 //
 // On a durable run's stream, the rows queued when a step of the run ends are committed
-// in the step's own write ([Run.Step]). Every commit stores a reservation of
-// [LogOptions.ReserveAhead] seqs past the last handed out, and a seq past the stored
-// reservation is returned only after a commit stored a new one: a writer that takes the
+// in the step's own write ([Run.Step]). A commit raises the stored reservation to
+// [LogOptions.ReserveAhead] seqs past the last handed out once it runs low, and a seq
+// past the stored reservation is returned only after a commit stored a new one: a writer that takes the
 // stream over after this one died continues past every seq this one may have sent.
 // Close and Finish store the exact last seq, so a run that parks and resumes keeps its
 // seqs contiguous.
@@ -350,7 +352,7 @@ func (w *LogWriter) write(typ string, dt *DeltaType, id, delta string, fields ma
 		// An ending event is stored at once; a seq past the stored reservation may be
 		// sent only once a reservation covers it.
 		w.seal()
-		return seq, w.commit(w.seq + w.opts.ReserveAhead)
+		return seq, w.commit(w.reservation())
 	}
 	w.arm()
 	return seq, nil
@@ -442,6 +444,17 @@ func (w *LogWriter) commit(reserve int64) error {
 	return nil
 }
 
+// reservation is the reservation a commit stores: the stored one while it still reaches
+// half of ReserveAhead past the last seq handed out, else ReserveAhead past it. Raised
+// in steps, it stays the same through most commits, and the SQL drivers update a
+// stream's record only when it changes (a reply of a few hundred tokens never does).
+func (w *LogWriter) reservation() int64 {
+	if w.reserved >= w.seq+w.opts.ReserveAhead/2 {
+		return w.reserved
+	}
+	return w.seq + w.opts.ReserveAhead
+}
+
 // submit hands the queued rows to the journal's batch, which commits them with every
 // other stream's in its window and settles the writer ([LogWriter.settleBatch]).
 func (w *LogWriter) submit() {
@@ -450,7 +463,7 @@ func (w *LogWriter) submit() {
 		w.err = fmt.Errorf("journal: log writer for stream %s: %w", w.streamID, err)
 		return
 	}
-	a := Append{StreamID: w.streamID, Rows: w.queue, Reserve: w.seq + w.opts.ReserveAhead}
+	a := Append{StreamID: w.streamID, Rows: w.queue, Reserve: w.reservation()}
 	w.queue = nil
 	w.inflight = true
 	w.lastCommit = time.Now()
@@ -521,7 +534,7 @@ func (w *LogWriter) stage() (Append, bool) {
 		w.mu.Unlock()
 		return Append{}, false
 	}
-	return Append{StreamID: w.streamID, Rows: w.queue, Reserve: w.seq + w.opts.ReserveAhead}, true
+	return Append{StreamID: w.streamID, Rows: w.queue, Reserve: w.reservation()}, true
 }
 
 // settle ends a stage with the outcome of the step's write and lets the writer go.
@@ -591,7 +604,7 @@ func (w *LogWriter) Flush(ctx context.Context) error {
 		return w.err
 	}
 	w.seal()
-	return w.commit(w.seq + w.opts.ReserveAhead)
+	return w.commit(w.reservation())
 }
 
 // Close flushes and stops the writer. It does not finish the stream: a parked run's

@@ -90,6 +90,7 @@ func reservationCases() []testCase {
 		{"Reservation/ClosedWriterIsContinuedContiguously", reservationClosedWriterIsContinuedContiguously},
 		{"Reservation/NoSeqIsReturnedPastTheStoredReservation", reservationNoSeqIsReturnedPastTheStoredReservation},
 		{"Reservation/StepsCommitTheRowsQueuedBeforeThem", reservationStepsCommitTheRowsQueuedBeforeThem},
+		{"Reservation/IsRaisedInSteps", reservationIsRaisedInSteps},
 		{"Reservation/AStepThatLosesTheLeaseStoresNoRows", reservationAStepThatLosesTheLeaseStoresNoRows},
 	}
 }
@@ -390,6 +391,9 @@ func reservationAWriterPastADeadOnesReservationMayFlushBeforeItsFirstRow(t *test
 	must(t, "CreateLog", err)
 	write(t, e, w, `{"type":"RUN_STARTED"}`)
 	must(t, "Flush", w.Flush(e.ctx))
+	// The stream's first reservation (4) still reaches half of ReserveAhead past seq 1,
+	// so the commit kept it.
+	e.wantReserved("s1", 4, 1)
 	write(t, e, w, `{"type":"STEP_STARTED"}`) // handed out, never stored: a dies
 	e.clock.Advance(leaseTTL)
 	r2, err := b.Claim(e.ctx, r.ID)
@@ -399,8 +403,8 @@ func reservationAWriterPastADeadOnesReservationMayFlushBeforeItsFirstRow(t *test
 	must(t, "Flush with nothing queued", w2.Flush(e.ctx))
 	seq := write(t, e, w2, `{"type":"RUN_ERROR","code":"WorkerLost"}`)
 	must(t, "Close", w2.Close(e.ctx))
-	if got := seqsOf(e.storedEvents("s1")); len(got) != 2 || got[1] != seq || seq != 6 {
-		t.Fatalf("stored %v, new writer's seq %d; want [1 6]", got, seq)
+	if got := seqsOf(e.storedEvents("s1")); len(got) != 2 || got[1] != seq || seq != 5 {
+		t.Fatalf("stored %v, new writer's seq %d; want [1 5]", got, seq)
 	}
 }
 
@@ -489,6 +493,34 @@ func reservationNoSeqIsReturnedPastTheStoredReservation(t *testing.T, e *env) {
 	}
 }
 
+// reservationIsRaisedInSteps is the case "Reservation/IsRaisedInSteps": a commit keeps the
+// stored reservation while it reaches half of ReserveAhead past the last seq handed out,
+// and raises it to ReserveAhead past that seq once it does not, so most commits leave
+// the stream's record alone.
+func reservationIsRaisedInSteps(t *testing.T, e *env) {
+	j := e.journal("a")
+	r := e.begin(j)
+	const ahead = 8
+	w, err := j.CreateLog(e.ctx, journal.Stream{ID: "s1", RunID: r.ID}, r, journal.LogOptions{FlushInterval: time.Hour, CommitInterval: time.Hour, ReserveAhead: ahead})
+	must(t, "CreateLog", err)
+	// CreateLog reserved 8; the reservation moves only at seqs 5, 10, 15 and 20, where
+	// the stored one no longer reaches 4 past the seq.
+	raised := map[int64]int64{5: 13, 10: 18, 15: 23, 20: 28}
+	want := int64(ahead)
+	for seq := int64(1); seq <= 20; seq++ {
+		if got := write(t, e, w, fmt.Sprintf(`{"type":"STEP_STARTED","stepName":"s%d"}`, seq)); got != seq {
+			t.Fatalf("seq %d, want %d", got, seq)
+		}
+		must(t, "Flush", w.Flush(e.ctx))
+		if r, ok := raised[seq]; ok {
+			want = r
+		}
+		e.wantReserved("s1", want, seq)
+	}
+	must(t, "Close", w.Close(e.ctx))
+	e.wantReserved("s1", 20, 20)
+}
+
 // reservationStepsCommitTheRowsQueuedBeforeThem is the case "Reservation/StepsCommitTheRowsQueuedBeforeThem": steps commit the rows queued before them.
 func reservationStepsCommitTheRowsQueuedBeforeThem(t *testing.T, e *env) {
 	cd := &countingDriver{Driver: e.d}
@@ -515,7 +547,9 @@ func reservationStepsCommitTheRowsQueuedBeforeThem(t *testing.T, e *env) {
 	if len(got) != 3 || got[2]["delta"] != "half a row" {
 		t.Fatalf("rows stored with the step: %v, want the 3 queued (the pending delta sealed)", got)
 	}
-	e.wantReserved("s1", 3+ahead, 3)
+	// s1's first reservation (ahead, from CreateLog) still reaches half of ahead past
+	// its last seq, so the step's write kept it; s2's first event needed one of its own.
+	e.wantReserved("s1", ahead, 3)
 	e.wantReserved("s2", 1+ahead, 1)
 	if st := w.Stats(); st.Rows != 3 {
 		t.Fatalf("writer stats %+v, want the 3 rows counted", st)
