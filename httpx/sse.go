@@ -248,10 +248,10 @@ func (s *SSEWriter) release() {
 	}
 }
 
-// emit writes frame (built in s.frame) and applies the flush policy: flush now when forced or when the
-// stream has not flushed for a whole window, otherwise make sure a timer will. A frame
-// written while the timer is armed goes out with it, so a burst reads the clock once per
-// window rather than once per frame.
+// emit writes frame (built in s.frame) and applies the flush policy: flush now when
+// forced or when the stream has not flushed for a whole window, otherwise make sure a
+// timer will. A frame written while the timer is armed goes out with it, so a burst
+// reads the clock once per window rather than once per frame.
 func (s *SSEWriter) emit(frame []byte, force bool) error {
 	if _, err := s.w.Write(frame); err != nil {
 		s.err = err
