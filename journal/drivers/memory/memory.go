@@ -31,6 +31,10 @@ type Driver struct {
 	// whose park was decided otherwise (a timeout) are pruned by the next set or publish.
 	waiting map[string]map[string]struct{}
 	stops   map[string]time.Time // stream id → when its stop was requested
+	// open holds the runs the recovery scans look at: every run until it is final with
+	// no undecided park, which the scans prune. Without it each scan would walk every run
+	// ever stored, under d.mu, while new runs wait for it.
+	open    map[string]*entry
 	threads map[string][]journal.ThreadRun
 	hub     *wake.Hub
 }
@@ -68,6 +72,7 @@ var _ journal.Driver = (*Driver)(nil)
 func New() *Driver {
 	return &Driver{
 		runs:    map[string]*entry{},
+		open:    map[string]*entry{},
 		leases:  map[string]lease{},
 		streams: map[string]*streamEntry{},
 		topics:  map[string]*topicEntry{},
@@ -99,7 +104,8 @@ func (d *Driver) InsertRun(_ context.Context, rec journal.RunRecord) error {
 		return journal.ErrConflict
 	}
 	rec.Input, rec.Principal, rec.Output = clone(rec.Input), clone(rec.Principal), clone(rec.Output)
-	d.runs[rec.ID] = &entry{rec: rec}
+	e := &entry{rec: rec}
+	d.runs[rec.ID], d.open[rec.ID] = e, e
 	return nil
 }
 
@@ -369,12 +375,23 @@ func (e *entry) runnable() bool {
 	return true
 }
 
+// openRuns prunes the runs that are over (final, every park decided) from d.open and
+// returns it. d.mu must be held.
+func (d *Driver) openRuns() map[string]*entry {
+	for id, e := range d.open {
+		if e.rec.Status.Final() && !slices.ContainsFunc(e.parks, func(p *journal.ParkRecord) bool { return p.Decision == nil }) {
+			delete(d.open, id)
+		}
+	}
+	return d.open
+}
+
 // ExpiredParks implements journal.Driver.
 func (d *Driver) ExpiredParks(_ context.Context, now time.Time, limit int) ([]journal.ParkRecord, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []journal.ParkRecord
-	for _, e := range d.runs {
+	for _, e := range d.openRuns() {
 		for _, p := range e.parks {
 			if p.Decision == nil && !p.Deadline.After(now) {
 				out = append(out, copyPark(p))
@@ -393,7 +410,7 @@ func (d *Driver) RecoverableRuns(_ context.Context, now time.Time, limit int) ([
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []string
-	for id, e := range d.runs {
+	for id, e := range d.openRuns() {
 		r := &e.rec
 		free := r.LeaseOwner == "" || !r.LeaseExpires.After(now)
 		if (r.Status == journal.StatusRunning && free) || (free && e.runnable()) {
