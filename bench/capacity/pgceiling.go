@@ -45,7 +45,7 @@ type Rate struct {
 // server, which others may be using.
 func PostgresCeiling(ctx context.Context, dsn string, d time.Duration) (Ceiling, error) {
 	var c Ceiling
-	dbDSN, _, drop, err := newDatabase(ctx, dsn)
+	dbDSN, _, drop, err := newDatabase(ctx, dsn, 0)
 	if err != nil {
 		return c, err
 	}

@@ -56,6 +56,9 @@ type Options struct {
 	// PostgresDSN is the server of the Postgres targets; default $ENGINE_TEST_POSTGRES_DSN.
 	// Each target gets a database of its own there, dropped afterwards.
 	PostgresDSN string
+	// PostgresPool is the most connections each Postgres target's pool opens; 0 keeps
+	// pgxpool's default, max(4, CPUs).
+	PostgresPool int
 	// Server is the executable started as each target's server; it must call
 	// [MaybeServe] first thing. Default: this process's own executable.
 	Server string
@@ -218,7 +221,7 @@ func runTarget(ctx context.Context, opts Options, target string, progress func(s
 			res.Error = agentbench.ErrNoPostgres.Error()
 			return res
 		}
-		dsn, db, drop, err := newDatabase(ctx, opts.PostgresDSN)
+		dsn, db, drop, err := newDatabase(ctx, opts.PostgresDSN, opts.PostgresPool)
 		if err != nil {
 			res.Error = err.Error()
 			return res
@@ -283,7 +286,7 @@ func withProgress(o RampOptions, target string, progress func(string, string)) R
 
 // newDatabase creates a database of its own on the server of dsn and returns its DSN, its
 // name, and a function that drops it (ending any connection left to it).
-func newDatabase(ctx context.Context, dsn string) (string, string, func(), error) {
+func newDatabase(ctx context.Context, dsn string, pool int) (string, string, func(), error) {
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return "", "", nil, fmt.Errorf("capacity: connecting to Postgres: %w", err)
@@ -298,6 +301,11 @@ func newDatabase(ctx context.Context, dsn string) (string, string, func(), error
 		return "", "", nil, err
 	}
 	u.Path = "/" + name
+	if pool > 0 {
+		q := u.Query()
+		q.Set("pool_max_conns", strconv.Itoa(pool))
+		u.RawQuery = q.Encode()
+	}
 	drop := func() {
 		c, err := pgx.Connect(context.Background(), dsn)
 		if err != nil {

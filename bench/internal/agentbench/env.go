@@ -397,7 +397,13 @@ func openDatabase(ctx context.Context, where Database, fresh bool) (_ journal.Dr
 		if where.DSN == "" {
 			return nil, nil, where, ErrNoPostgres
 		}
-		pool, err := pgxpool.New(ctx, where.DSN)
+		// The DSN may size the pool (pool_max_conns=16); the LISTEN connection takes the
+		// same settings without the pool's.
+		cfg, err := pgxpool.ParseConfig(where.DSN)
+		if err != nil {
+			return nil, nil, where, err
+		}
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
 		if err != nil {
 			return nil, nil, where, err
 		}
@@ -406,9 +412,8 @@ func openDatabase(ctx context.Context, where Database, fresh bool) (_ journal.Dr
 		if fresh {
 			where.Prefix = "agentbench_" + randomHex(4) + "_"
 		}
-		dsn := where.DSN
 		d, err := postgres.New(db, postgres.Options{TablePrefix: where.Prefix,
-			Listener: func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, dsn) }})
+			Listener: func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, cfg.ConnConfig.Copy()) }})
 		if err != nil {
 			return nil, nil, where, err
 		}

@@ -76,6 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.Ramp.Window, "window", 6*time.Second, "time a level is measured")
 	fs.DurationVar(&o.Ramp.Budget, "budget", 100*time.Second, "no level starts after this much of a target's ramp")
 	fs.IntVar(&o.Idle, "idle", 2000, "idle streams opened per target (negative: skip)")
+	fs.IntVar(&o.PostgresPool, "pg-pool", 0, "most connections of each Postgres target's pool (0: pgxpool's default, max(4, CPUs))")
 	fs.StringVar(&o.PostgresDSN, "dsn", os.Getenv("ENGINE_TEST_POSTGRES_DSN"), "Postgres server of the postgres targets (each gets a database of its own)")
 	fs.StringVar(&o.Endpoint.URL, "url", "", "your app's streaming route (POST); measured instead of -targets")
 	fs.StringVar(&o.Endpoint.Body, "body", `{"message":{{message}}}`, "request body; {{message}} is the pace as a JSON string, {{conversation}} a number")
