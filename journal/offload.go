@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync/atomic"
+	"iter"
+	"slices"
+	"sync"
 	"time"
 )
 
@@ -15,74 +17,109 @@ import (
 // journal write. The calls run on a few worker goroutines instead, whose stacks have
 // already grown; a fresh goroutine for every call spent 8 % of an unpaced SQLite run's
 // CPU growing its stack.
+//
+// A worker is a coroutine (iter.Pull): a call switches to it and back without the
+// scheduler. Handing calls to worker goroutines over channels woke an idle processor
+// twice a call, which made a durable flow's three writes on SQLite cost a fifth more
+// than the same writes by hand (BenchmarkDurableStep).
 type offloaded struct{ d Driver }
 
-// The workers: at most maxWorkers goroutines wait for calls, and one leaves after
-// workerIdle without a call, so an idle process keeps none. A call that finds no worker
-// waiting starts one, or, when maxWorkers are all busy, runs on a goroutine of its own
-// that ends with it: calls never queue behind each other here.
+// The workers: at most maxWorkers wait for calls, and those idle for workerIdle end, so
+// an idle process keeps none. A call that finds no worker waiting starts one: calls
+// never queue behind each other here.
 const (
 	maxWorkers = 16
 	workerIdle = 30 * time.Second
 )
 
-var workers struct {
-	calls chan func()
-	n     atomic.Int32
+// worker runs calls on a goroutine of its own, one at a time, driven as a coroutine.
+type worker struct {
+	call func()
+	next func() (struct{}, bool)
+	stop func()
+	used time.Time // when its last call ended
 }
 
-func init() { workers.calls = make(chan func()) }
-
-// goOff runs call on a worker.
-func goOff(call func()) {
-	select {
-	case workers.calls <- call:
-		return
-	default:
-	}
-	if workers.n.Add(1) > maxWorkers {
-		workers.n.Add(-1)
-		go call()
-		return
-	}
-	go work(call)
-}
-
-func work(call func()) {
-	call()
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	for {
-		select {
-		case call := <-workers.calls:
-			call()
-			idle.Reset(workerIdle)
-		case <-idle.C:
-			workers.n.Add(-1)
-			return
+func newWorker() *worker {
+	w := &worker{}
+	w.next, w.stop = iter.Pull(func(yield func(struct{}) bool) {
+		for {
+			w.call()
+			w.call = nil
+			if !yield(struct{}{}) {
+				return
+			}
 		}
+	})
+	return w
+}
+
+var workers struct {
+	mu    sync.Mutex
+	idle  []*worker // the most recently used last
+	sweep *time.Timer
+}
+
+// goOff runs call on a worker and returns when it has. call must not panic.
+func goOff(call func()) {
+	workers.mu.Lock()
+	var w *worker
+	if n := len(workers.idle); n > 0 {
+		w = workers.idle[n-1]
+		workers.idle = workers.idle[:n-1]
+	}
+	workers.mu.Unlock()
+	if w == nil {
+		w = newWorker()
+	}
+	w.call = call
+	w.next()
+	w.used = time.Now()
+	workers.mu.Lock()
+	if len(workers.idle) == maxWorkers {
+		workers.mu.Unlock()
+		w.stop()
+		return
+	}
+	workers.idle = append(workers.idle, w)
+	if workers.sweep == nil {
+		workers.sweep = time.AfterFunc(workerIdle, sweepWorkers)
+	}
+	workers.mu.Unlock()
+}
+
+// sweepWorkers ends the workers idle for workerIdle, and comes back while any is left.
+func sweepWorkers() {
+	workers.mu.Lock()
+	now := time.Now()
+	k := 0
+	for k < len(workers.idle) && now.Sub(workers.idle[k].used) >= workerIdle {
+		k++
+	}
+	old := slices.Clone(workers.idle[:k])
+	workers.idle = slices.Delete(workers.idle, 0, k)
+	workers.sweep = nil
+	if len(workers.idle) > 0 {
+		workers.sweep = time.AfterFunc(workerIdle-now.Sub(workers.idle[0].used), sweepWorkers)
+	}
+	workers.mu.Unlock()
+	for _, w := range old {
+		w.stop()
 	}
 }
 
 // off runs fn on a worker and returns its results; a panic becomes an error.
-func off[T any](fn func() (T, error)) (T, error) {
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
+func off[T any](fn func() (T, error)) (v T, err error) {
 	goOff(func() {
 		defer func() {
 			if p := recover(); p != nil {
 				var zero T
-				ch <- result{zero, fmt.Errorf("journal: driver panic: %v", p)}
+				v, err = zero, fmt.Errorf("journal: driver panic: %v", p)
 			}
 		}()
-		v, err := fn()
-		ch <- result{v, err}
+		v, err = fn()
 	})
-	r := <-ch
-	return r.v, r.err
+	return v, err
 }
 
 func off0(fn func() error) error {
