@@ -74,8 +74,9 @@ func (o *LogOptions) defaults() {
 // On a durable run's stream, the rows queued when a step of the run ends are committed
 // in the step's own write ([Run.Step]). A commit raises the stored reservation to
 // [LogOptions.ReserveAhead] seqs past the last handed out once it runs low, and a seq
-// past the stored reservation is returned only after a commit stored a new one: a writer that takes the
-// stream over after this one died continues past every seq this one may have sent.
+// past the stored reservation is returned only after a commit stored a new one: a
+// writer that takes the stream over after this one died continues past every seq this
+// one may have sent.
 // Close and Finish store the exact last seq, so a run that parks and resumes keeps its
 // seqs contiguous.
 //
