@@ -57,7 +57,7 @@ func bankApp(t *testing.T, rec *recorder, d journal.Driver, owner string, turns 
 		t.Fatal(err)
 	}
 	teller := ai.Agent("teller", ai.Model("default", scripted.New(turns...), "scripted-1"), ai.Tools(transfer), 4)
-	app, err := engine.New(
+	return testenv.Serve(t,
 		engine.WithLogger(slog.New(slog.DiscardHandler)),
 		durable.With(j),
 		ai.Install(ai.Options{}),
@@ -72,16 +72,6 @@ func bankApp(t *testing.T, rec *recorder, d journal.Driver, owner string, turns 
 			return ai.Decided{OK: err == nil}, err
 		}),
 	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = app.Close(context.Background()) })
-	srv := httptest.NewServer(app.Handler())
-	t.Cleanup(srv.Close)
-	return srv
 }
 
 // A durable agent run parks on instance A for the approval of a tool call; the approval

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/internal/testenv"
 )
 
@@ -133,16 +134,20 @@ func (h *harness) parkChat(ctx context.Context, ask string) (runID, interrupt st
 			if !ok || data == "[DONE]" {
 				continue
 			}
-			ev, ok := parkEvent(data)
-			if !ok {
+			ev, err := agui.Decode([]byte(data))
+			if err != nil {
 				continue
 			}
-			if ev.Type == "RUN_STARTED" {
+			switch ev := ev.(type) {
+			case agui.RunStarted:
 				runID = ev.RunID
-			}
-			ended = ended || ev.Type == "RUN_FINISHED" || ev.Type == "RUN_ERROR"
-			if id, ok := ev.interrupt(); ok {
-				interrupt = id
+			case agui.RunError:
+				ended = true
+			case agui.RunFinished:
+				ended = true
+				if id, ok := parkedOn(ev); ok {
+					interrupt = id
+				}
 			}
 		}
 		if runID != "" && interrupt == "" && !ended {
@@ -188,27 +193,9 @@ func (h *harness) retryPost(ctx context.Context, path, body string) int {
 	return 0
 }
 
-// awaitEnd waits for the agent run's log to be finished and its durable run to be
-// final, and returns the status and the stored rows.
-// parked is what parkChat reads of an agent event.
-type parked struct {
-	Type    string `json:"type"`
-	RunID   string `json:"runId"`
-	Outcome *struct {
-		Interrupts []struct {
-			ID string `json:"id"`
-		} `json:"interrupts"`
-	} `json:"outcome"`
-}
-
-func parkEvent(data string) (parked, bool) {
-	var ev parked
-	return ev, json.Unmarshal([]byte(data), &ev) == nil
-}
-
-// interrupt returns the id of the one interrupt a RUN_FINISHED carries.
-func (ev parked) interrupt() (string, bool) {
-	if ev.Type != "RUN_FINISHED" || ev.Outcome == nil || len(ev.Outcome.Interrupts) != 1 {
+// parkedOn returns the id of the one interrupt a RUN_FINISHED parked on.
+func parkedOn(ev agui.RunFinished) (string, bool) {
+	if ev.Outcome == nil || len(ev.Outcome.Interrupts) != 1 {
 		return "", false
 	}
 	return ev.Outcome.Interrupts[0].ID, true
@@ -221,9 +208,11 @@ func (h *harness) awaitPark(ctx context.Context, streamID string) (string, error
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		rows, _, err := h.rows(ctx, streamID)
 		for _, r := range rows {
-			if ev, ok := parkEvent(r.event); ok && err == nil {
-				if id, ok := ev.interrupt(); ok {
-					return id, nil
+			if ev, derr := agui.Decode([]byte(r.event)); derr == nil && err == nil {
+				if fin, ok := ev.(agui.RunFinished); ok {
+					if id, ok := parkedOn(fin); ok {
+						return id, nil
+					}
 				}
 			}
 		}
@@ -232,6 +221,8 @@ func (h *harness) awaitPark(ctx context.Context, streamID string) (string, error
 	return "", fmt.Errorf("the run taken over did not park")
 }
 
+// awaitEnd waits for the agent run's log to be finished and its durable run to be
+// final, and returns the status and the stored rows.
 func (h *harness) awaitEnd(ctx context.Context, streamID string) (string, []row, error) {
 	deadline := time.Now().Add(60*time.Second + 10*h.cfg.LeaseTTL)
 	for time.Now().Before(deadline) && ctx.Err() == nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bbc28f59/engine/ai"
+	"github.com/bbc28f59/engine/ai/agui"
 	"github.com/bbc28f59/engine/httpx"
 )
 
@@ -99,23 +100,16 @@ func (e *Env) ApprovalCycle(ctx context.Context) error {
 		if f.HasID {
 			last, _ = strconv.ParseInt(f.ID, 10, 64)
 		}
-		var ev struct {
-			Type    string `json:"type"`
-			RunID   string `json:"runId"`
-			Outcome *struct {
-				Interrupts []struct {
-					ID string `json:"id"`
-				} `json:"interrupts"`
-			} `json:"outcome"`
-		}
-		if f.Data == "[DONE]" || json.Unmarshal([]byte(f.Data), &ev) != nil {
+		if f.Data == "[DONE]" {
 			continue
 		}
-		if ev.Type == "RUN_STARTED" {
+		switch ev, _ := agui.Decode([]byte(f.Data)); ev := ev.(type) {
+		case agui.RunStarted:
 			runID = ev.RunID
-		}
-		if ev.Type == "RUN_FINISHED" && ev.Outcome != nil && len(ev.Outcome.Interrupts) > 0 {
-			interrupt = ev.Outcome.Interrupts[0].ID
+		case agui.RunFinished:
+			if ev.Outcome != nil && len(ev.Outcome.Interrupts) > 0 {
+				interrupt = ev.Outcome.Interrupts[0].ID
+			}
 		}
 	}
 	resp.Body.Close()
