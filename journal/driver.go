@@ -190,10 +190,19 @@ type Append struct {
 }
 
 // FencedAppend is one append of a batch ([Driver.AppendBatch]) and the fence it is made
-// under: nil for a stream that belongs to no durable run.
+// under: nil for a stream that belongs to no durable run. It may also create its stream
+// or end it in the same write, so that a conversation's start and end join the commit
+// the batch makes for every live stream's rows.
 type FencedAppend struct {
 	Fence *Fence
 	Append
+	// Open, when set, creates the stream first, as [Driver.CreateStream] does (Open.ID
+	// is StreamID): ErrConflict, and nothing else of this append stored, when it exists.
+	Open *Stream
+	// Finish, when not zero, ends the stream after the rows, as [Driver.FinishStream]
+	// does at that time, keeping the reservation (Reserve is then ignored). The journal
+	// sends it only with rows, so the stream's last seq afterwards is the last row's.
+	Finish time.Time
 }
 
 // StepWrites is what a step's write stores with the step, all or nothing.
@@ -391,7 +400,9 @@ type Driver interface {
 	// nothing and keeps no other append from being stored; a failure of the write as a
 	// whole (the database away) is every append's error. Appends of the same stream are
 	// stored in batch order, as if one after the other. Subscribers are woken after the
-	// commit. [AppendEach] implements it with one AppendEvents per append.
+	// commit. An append with Open or Finish creates or ends its stream in the same
+	// write; subscribers of an ended stream, and of a created stream's thread, are woken
+	// too. [AppendEach] implements it with the single-stream writes.
 	AppendBatch(ctx context.Context, batch []FencedAppend) []error
 
 	// Operator queries (the console): pages in a stable order whose cost does not grow with
@@ -437,15 +448,35 @@ type Driver interface {
 	ThreadRuns(ctx context.Context, threadID string, after int64, limit int) ([]ThreadRun, error)
 }
 
-// AppendEach implements [Driver.AppendBatch] for d with one [Driver.AppendEvents] per
-// append: for storage that commits nothing cheaper together, and for a driver that wraps
-// another and must see every append.
+// AppendEach implements [Driver.AppendBatch] for d with one [Driver.AppendEvents] (or,
+// for an append with Finish, [Driver.FinishStream]) per append, after a
+// [Driver.CreateStream] for one with Open: for storage that commits nothing cheaper
+// together, and for a driver that wraps another and must see every append. An Open and
+// its rows are then two writes; the journal sends an Open without rows.
 func AppendEach(ctx context.Context, d Driver, batch []FencedAppend) []error {
 	errs := make([]error, len(batch))
 	for i, a := range batch {
-		errs[i] = d.AppendEvents(ctx, a.Fence, a.Append)
+		errs[i] = appendOne(ctx, d, a)
 	}
 	return errs
+}
+
+// appendOne stores one append of a batch with the driver's single-stream writes: its
+// creation, then its rows (and its end) in one write.
+func appendOne(ctx context.Context, d Driver, a FencedAppend) error {
+	if a.Open != nil {
+		if err := d.CreateStream(ctx, *a.Open); err != nil {
+			return err
+		}
+	}
+	if !a.Finish.IsZero() {
+		_, err := d.FinishStream(ctx, a.StreamID, a.Fence, a.Rows, a.Finish)
+		return err
+	}
+	if a.Open != nil && len(a.Rows) == 0 && a.Reserve == a.Open.Reserved {
+		return nil
+	}
+	return d.AppendEvents(ctx, a.Fence, a.Append)
 }
 
 // ThreadRun is one run of a conversation thread: its position in the thread and its

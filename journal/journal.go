@@ -166,7 +166,7 @@ func New(d Driver, opts Options) (*Journal, error) {
 	base, cancel := context.WithCancel(context.Background())
 	j := &Journal{d: d, opts: opts, resumer: opts.Resumer, held: map[string]*Run{}, claiming: map[string]bool{},
 		tails: newTails(opts.TailBytes, opts.TailTTL, opts.UnfinishedMaxAge), baseCtx: base, cancelBase: cancel}
-	j.batch = &logBatch{j: j}
+	j.batch = &logBatch{j: j, group: d.Capabilities().Has(CapDurable)}
 	j.policy.Store(opts.LogPolicy)
 	return j, nil
 }

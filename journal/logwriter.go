@@ -178,9 +178,29 @@ func (j *Journal) CreateLog(ctx context.Context, s Stream, run *Run, opts LogOpt
 		return nil, errors.New("journal: stream needs an id")
 	}
 	s.Reserved = opts.ReserveAhead
-	// A retried create that meets its own earlier attempt finds the stream existing and
-	// continues it, which is right either way.
-	err := j.persist(ctx, "create stream "+s.ID, func() (err error) { s, err = j.createStream(ctx, s); return err }, nil)
+	s, err := j.newStream(s)
+	if err != nil {
+		return nil, err
+	}
+	// A journal that commits creates the stream with the batch's next commit. A retried
+	// create that meets its own earlier attempt finds the stream existing and continues
+	// it, which is right either way.
+	grouped := j.batch.group
+	err = j.persist(ctx, "create stream "+s.ID, func() error {
+		if !grouped {
+			return j.d.CreateStream(ctx, s)
+		}
+		grouped = false // a retry writes alone
+		f, err := fenceOf(run)
+		if err != nil {
+			return err
+		}
+		err = j.batch.now(FencedAppend{Fence: f, Append: Append{StreamID: s.ID, Reserve: s.Reserved}, Open: &s})
+		if errors.Is(err, ErrLeaseLost) && run != nil {
+			run.lose()
+		}
+		return err
+	}, nil)
 	if errors.Is(err, ErrConflict) {
 		return j.NewLogWriter(ctx, s.ID, run, opts)
 	}
@@ -217,6 +237,7 @@ func (j *Journal) openLogWriter(ctx context.Context, s Stream, run *Run, last in
 		w.seq, w.reserved = s.Reserved, s.Reserved
 	}
 	j.tails.open(s, w.seq, j.now())
+	j.batch.live.Add(1)
 	if last >= opts.MaxRows {
 		var rows []EventRow
 		err := j.persist(ctx, "read the log of stream "+streamID, func() (err error) {
@@ -432,6 +453,12 @@ func (w *LogWriter) commit(reserve int64) error {
 		// one's reservation before storing its first row, whose rows then never fit.
 		return nil
 	}
+	if w.j.batch.group {
+		// A journal that commits stores them with the batch's next commit, at once.
+		w.submit(reserve)
+		w.drain()
+		return w.err
+	}
 	a := Append{StreamID: w.streamID, Rows: w.queue, Reserve: reserve}
 	w.queue = nil
 	w.lastCommit = time.Now()
@@ -456,15 +483,16 @@ func (w *LogWriter) reservation() int64 {
 	return w.seq + w.opts.ReserveAhead
 }
 
-// submit hands the queued rows to the journal's batch, which commits them with every
-// other stream's in its window and settles the writer ([LogWriter.settleBatch]).
-func (w *LogWriter) submit() {
+// submit hands the queued rows to the journal's batch, with reserve as the stream's new
+// reservation; the batch commits them with every other stream's in its window and
+// settles the writer ([LogWriter.settleBatch]).
+func (w *LogWriter) submit(reserve int64) {
 	f, err := fenceOf(w.run)
 	if err != nil {
 		w.err = fmt.Errorf("journal: log writer for stream %s: %w", w.streamID, err)
 		return
 	}
-	a := Append{StreamID: w.streamID, Rows: w.queue, Reserve: w.reservation()}
+	a := Append{StreamID: w.streamID, Rows: w.queue, Reserve: reserve}
 	w.queue = nil
 	w.inflight = true
 	w.lastCommit = time.Now()
@@ -590,7 +618,7 @@ func (w *LogWriter) tick() {
 		w.text = nil
 	}
 	if len(w.queue) > 0 && !w.inflight && now.Sub(w.lastCommit) >= w.opts.CommitInterval {
-		if w.submit(); w.err != nil {
+		if w.submit(w.reservation()); w.err != nil {
 			return
 		}
 	}
@@ -673,7 +701,15 @@ func (w *LogWriter) finish() error {
 	}
 	w.queue = nil
 	w.stop()
-	err := w.j.persist(w.ctx, "end of stream "+w.streamID, func() error { return w.j.finishStream(w.ctx, w.streamID, w.run, rows...) },
+	// With rows, on a journal that commits, the end joins the batch's next commit.
+	grouped := w.j.batch.group && len(rows) > 0
+	err := w.j.persist(w.ctx, "end of stream "+w.streamID, func() error {
+		if grouped {
+			grouped = false // a retry writes alone
+			return w.j.finishGrouped(w.streamID, w.run, rows)
+		}
+		return w.j.finishStream(w.ctx, w.streamID, w.run, rows...)
+	},
 		func(err error) bool {
 			st, gerr := w.j.d.GetStream(w.ctx, w.streamID)
 			return errors.Is(err, ErrSeqExists) && gerr == nil && st.FinishedAt != nil && w.j.landed(w.ctx, w.streamID, rows)
@@ -695,6 +731,7 @@ func (w *LogWriter) finish() error {
 // stop closes the writer, stops its timer and takes it off its run.
 func (w *LogWriter) stop() {
 	w.closed = true
+	w.j.batch.live.Add(-1)
 	if w.timer != nil {
 		w.timer.Stop()
 		w.timer = nil

@@ -15,6 +15,15 @@ func (j *Journal) CreateStream(ctx context.Context, s Stream) error {
 
 // createStream is [Journal.CreateStream], returning the record as stored.
 func (j *Journal) createStream(ctx context.Context, s Stream) (Stream, error) {
+	s, err := j.newStream(s)
+	if err != nil {
+		return s, err
+	}
+	return s, j.d.CreateStream(ctx, s)
+}
+
+// newStream checks a stream record to be created and completes it.
+func (j *Journal) newStream(s Stream) (Stream, error) {
 	if s.ID == "" {
 		return s, errors.New("journal: stream needs an id")
 	}
@@ -25,7 +34,7 @@ func (j *Journal) createStream(ctx context.Context, s Stream) (Stream, error) {
 		s.CreatedAt = j.now()
 	}
 	s.FinishedAt = nil
-	return s, j.d.CreateStream(ctx, s)
+	return s, nil
 }
 
 // GetStream loads a stream record; FinishedAt non-nil means the stream ended.
@@ -59,6 +68,25 @@ func (j *Journal) finishStream(ctx context.Context, streamID string, run *Run, r
 	// The stream may have been finished by another instance after rows this tail
 	// lacks: the tail is trusted to be complete only if it ends at the stored last row.
 	j.tails.commit(streamID, rows, last, now)
+	return nil
+}
+
+// finishGrouped is finishStream with at least one row, made with the log batch's next
+// commit: the stream's last stored seq is then its last row's.
+func (j *Journal) finishGrouped(streamID string, run *Run, rows []EventRow) error {
+	f, err := fenceOf(run)
+	if err != nil {
+		return err
+	}
+	now := j.now()
+	err = j.batch.now(FencedAppend{Fence: f, Append: Append{StreamID: streamID, Rows: rows}, Finish: now})
+	if err != nil {
+		if errors.Is(err, ErrLeaseLost) && run != nil {
+			run.lose()
+		}
+		return err
+	}
+	j.tails.commit(streamID, rows, rows[len(rows)-1].Seq, now)
 	return nil
 }
 

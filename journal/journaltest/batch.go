@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,8 +15,8 @@ import (
 )
 
 // batchSpy records the batches of appends that reach the driver and what each append
-// got. The first batch waits in the driver until gate is closed, so that the log
-// writers' next commits gather behind it into one batch.
+// got. The first batch with rows waits in the driver until gate is closed, so that the
+// log writers' next commits gather behind it into one batch.
 type batchSpy struct {
 	journal.Driver
 	entered, gate chan struct{}
@@ -23,20 +24,33 @@ type batchSpy struct {
 
 	mu      sync.Mutex
 	batches []map[string]error // stream id → its append's error
+	opens   []int              // per batch: the appends that create their stream
+	ends    []int              // per batch: the appends that end their stream
 }
 
 func (s *batchSpy) AppendBatch(ctx context.Context, batch []journal.FencedAppend) []error {
-	s.once.Do(func() {
-		close(s.entered)
-		<-s.gate
-	})
+	if slices.ContainsFunc(batch, func(a journal.FencedAppend) bool { return len(a.Rows) > 0 }) {
+		s.once.Do(func() {
+			close(s.entered)
+			<-s.gate
+		})
+	}
 	errs := s.Driver.AppendBatch(ctx, batch)
 	got := make(map[string]error, len(batch))
+	opens, ends := 0, 0
 	for i, a := range batch {
 		got[a.StreamID] = errs[i]
+		if a.Open != nil {
+			opens++
+		}
+		if !a.Finish.IsZero() {
+			ends++
+		}
 	}
 	s.mu.Lock()
 	s.batches = append(s.batches, got)
+	s.opens = append(s.opens, opens)
+	s.ends = append(s.ends, ends)
 	s.mu.Unlock()
 	return errs
 }
@@ -61,6 +75,65 @@ func batchCases() []testCase {
 	return []testCase{
 		{"LogWriter/StreamsShareTheirCommits", logWriterStreamsShareTheirCommits},
 		{"LogWriter/ALostLeaseFailsOnlyItsOwnRowsInTheBatch", logWriterALostLeaseFailsOnlyItsOwnRowsInTheBatch},
+		{"LogWriter/StreamsStartAndEndInTheBatch", logWriterStreamsStartAndEndInTheBatch},
+	}
+}
+
+// logWriterStreamsStartAndEndInTheBatch is the case "LogWriter/StreamsStartAndEndInTheBatch":
+// on a journal whose writes are commits, streams created and ended while a batch is
+// being stored are created, and ended with their last rows, together in the next one;
+// followers then read each ended stream whole from the tail. A journal on storage that
+// commits nothing creates and ends each stream on its own.
+func logWriterStreamsStartAndEndInTheBatch(t *testing.T, e *env) {
+	spy := &batchSpy{Driver: e.d, entered: make(chan struct{}), gate: make(chan struct{})}
+	j := e.journalOn(spy, "a")
+	grouped := e.d.Capabilities().Has(journal.CapDurable)
+	// The row of "first" is held in the driver.
+	w := e.openLog(j, "first", journal.LogOptions{FlushInterval: time.Millisecond, CommitInterval: time.Millisecond})
+	write(t, e, w, `{"type":"STEP_STARTED","stepName":"first"}`)
+	<-spy.entered
+	const n = 12
+	ws := make([]*journal.LogWriter, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range ws {
+		wg.Go(func() {
+			ws[i], errs[i] = j.CreateLog(e.ctx, journal.Stream{ID: fmt.Sprintf("s%d", i), Flow: "f"}, nil, quiet)
+		})
+	}
+	time.Sleep(100 * time.Millisecond) // every creation waits for the held batch
+	close(spy.gate)
+	wg.Wait()
+	for i, w := range ws {
+		must(t, "CreateLog", errs[i])
+		write(t, e, w, `{"type":"STEP_STARTED","stepName":"s"}`)
+	}
+	for i, w := range ws {
+		wg.Go(func() { _, errs[i] = w.WriteEnd(e.ctx, "RUN_FINISHED", json.RawMessage(`{"type":"RUN_FINISHED"}`)) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		must(t, "WriteEnd", err)
+	}
+	spy.mu.Lock()
+	opens, ends := slices.Max(append(spy.opens, 0)), slices.Max(append(spy.ends, 0))
+	spy.mu.Unlock()
+	t.Logf("at most %d creations and %d ends in one batch", opens, ends)
+	switch {
+	case grouped && opens < 2:
+		t.Errorf("no batch created more than %d stream: the creations did not share a commit", opens)
+	case grouped && ends < 1:
+		t.Error("no stream was ended in a batch")
+	case !grouped && opens+ends > 0:
+		t.Errorf("storage without commits: %d creations and %d ends went through the batch", opens, ends)
+	}
+	for i := range ws {
+		id := fmt.Sprintf("s%d", i)
+		st, got, err := j.ReadStream(e.ctx, id, 0, 10)
+		must(t, "ReadStream", err)
+		if st.FinishedAt == nil || !slices.Equal(seqsOf(got), []int64{1, 2}) {
+			t.Fatalf("stream %s: finished %v, seqs %v; want finished with 1, 2", id, st.FinishedAt != nil, seqsOf(got))
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -60,6 +61,7 @@ func eventCases() []testCase {
 		{"Events/ConcurrentAppendersStayGapFree", eventsConcurrentAppendersStayGapFree},
 		{"Events/AppendBatchFailsOnlyTheAppendsThatFail", eventsAppendBatchFailsOnlyTheAppendsThatFail},
 		{"Events/AppendBatchOfManyStreams", eventsAppendBatchOfManyStreams},
+		{"Events/AppendBatchCreatesAndEndsStreams", eventsAppendBatchCreatesAndEndsStreams},
 		{"Events/DurableStreamAppendsAreFenced", eventsDurableStreamAppendsAreFenced},
 	}
 }
@@ -428,6 +430,85 @@ func eventsAppendBatchOfManyStreams(t *testing.T, e *env) {
 		must(t, "ReadStream", err)
 		if len(got) != 1 || got[0].Seq != 1 || st.Reserved != int64(1+i%3) {
 			t.Fatalf("stream %s: rows %v, reservation %d", st.ID, seqsOf(got), st.Reserved)
+		}
+	}
+}
+
+// eventsAppendBatchCreatesAndEndsStreams is the case "Events/AppendBatchCreatesAndEndsStreams":
+// a batch creates streams (recording a thread's run) and ends streams with their last
+// rows, each append on its own: a stream that exists, or an end without the run's lease,
+// fails alone.
+func eventsAppendBatchCreatesAndEndsStreams(t *testing.T, e *env) {
+	a, b := e.journal("a"), e.journal("b")
+	kept, lost := e.begin(a), e.begin(a)
+	e.stream(a, "exists", "")
+	e.stream(a, "ending", "")
+	e.stream(a, "kept", kept.ID)
+	e.stream(a, "lost", lost.ID)
+	must(t, "Append", e.d.AppendEvents(e.ctx, nil, journal.Append{StreamID: "ending", Rows: rows(1), Reserve: 9}))
+	keptF, lostF := kept.Fence(), lost.Fence()
+	e.clock.Advance(leaseTTL)
+	must(t, "RenewLease", e.d.RenewLease(e.ctx, keptF, e.clock.Now().Add(leaseTTL)))
+	_, err := b.Claim(e.ctx, lost.ID)
+	must(t, "Claim", err)
+	ended, stopEnded := e.d.Subscribe("ending")
+	defer stopEnded()
+	thread, stopThread := e.d.Subscribe(journal.ThreadTopic("conv"))
+	defer stopThread()
+
+	now := e.clock.Now()
+	open := func(id, threadID string) *journal.Stream {
+		return &journal.Stream{ID: id, Flow: "f", PrincipalID: "u2", Tenant: "t2", CreatedAt: now, Reserved: 20, ThreadID: threadID}
+	}
+	batch := []journal.FencedAppend{
+		{Append: journal.Append{StreamID: "new", Reserve: 20}, Open: open("new", "conv")},
+		{Append: journal.Append{StreamID: "exists", Reserve: 20}, Open: open("exists", "")},
+		{Append: journal.Append{StreamID: "ending", Rows: rows(10, 11), Reserve: 30}, Finish: now},
+		{Fence: &keptF, Append: journal.Append{StreamID: "kept", Rows: rows(1)}, Finish: now},
+		{Fence: &lostF, Append: journal.Append{StreamID: "lost", Rows: rows(1)}, Finish: now},
+		{Append: journal.Append{StreamID: "missing", Rows: rows(1)}, Finish: now},
+	}
+	errs := e.d.AppendBatch(e.ctx, batch)
+	want := []error{nil, journal.ErrConflict, nil, nil, journal.ErrLeaseLost, journal.ErrNotFound}
+	if len(errs) != len(want) {
+		t.Fatalf("%d errors for %d appends", len(errs), len(batch))
+	}
+	for i := range want {
+		if !errors.Is(errs[i], want[i]) || (want[i] == nil) != (errs[i] == nil) {
+			t.Errorf("append %d (%s): err = %v, want %v", i, batch[i].StreamID, errs[i], want[i])
+		}
+	}
+	st, got, err := e.d.ReadStream(e.ctx, "new", 0, 10)
+	must(t, "ReadStream new", err)
+	if st.Flow != "f" || st.PrincipalID != "u2" || st.Tenant != "t2" || st.Reserved != 20 || st.FinishedAt != nil || len(got) != 0 {
+		t.Errorf("created stream = %+v with %d rows", st, len(got))
+	}
+	runs, err := e.d.ThreadRuns(e.ctx, "conv", 0, 10)
+	must(t, "ThreadRuns", err)
+	if len(runs) != 1 || runs[0].StreamID != "new" || runs[0].Pos != 1 {
+		t.Errorf("thread conv: %+v, want the created stream as its first run", runs)
+	}
+	if st, err := e.d.GetStream(e.ctx, "exists"); err != nil || st.PrincipalID != "u1" {
+		t.Errorf("the stream that existed: %+v, %v; want it as it was", st, err)
+	}
+	for _, c := range []struct {
+		id       string
+		seqs     []int64
+		finished bool
+		reserved int64
+	}{{"ending", []int64{1, 10, 11}, true, 9}, {"kept", []int64{1}, true, 0}, {"lost", nil, false, 0}} {
+		st, got, err := e.d.ReadStream(e.ctx, c.id, 0, 10)
+		must(t, "ReadStream "+c.id, err)
+		if !slices.Equal(seqsOf(got), c.seqs) || (st.FinishedAt != nil) != c.finished || st.Reserved != c.reserved {
+			t.Errorf("stream %s after the batch: seqs %v, finished %v, reservation %d; want %v, %v, %d",
+				c.id, seqsOf(got), st.FinishedAt != nil, st.Reserved, c.seqs, c.finished, c.reserved)
+		}
+	}
+	for name, ch := range map[string]<-chan struct{}{"the ended stream": ended, "the thread": thread} {
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("a subscriber of %s was not woken", name)
 		}
 	}
 }

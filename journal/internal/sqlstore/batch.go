@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/bbc28f59/engine/journal"
 )
@@ -36,31 +37,65 @@ func (s *Store) AppendBatch(ctx context.Context, batch []journal.FencedAppend) [
 		first[a.StreamID] = true
 		items = append(items, i)
 	}
-	var stored []string
+	var wake []string
 	err := s.tx(ctx, func(ctx context.Context, tx *txq) error {
 		for _, i := range items {
 			errs[i] = nil
 		}
 		var err error
-		stored, err = s.appendBatchTx(ctx, tx, batch, items, errs)
+		wake, err = s.appendBatchTx(ctx, tx, batch, items, errs)
 		return err
 	})
 	switch {
 	case errors.Is(err, errBatchRace):
 		for _, i := range items {
-			errs[i] = s.AppendEvents(ctx, batch[i].Fence, batch[i].Append)
+			errs[i] = s.appendAlone(ctx, batch[i])
 		}
 	case err != nil:
 		for _, i := range items {
 			errs[i] = err
 		}
 	default:
-		s.woken(ctx, stored...)
+		s.woken(ctx, wake...)
 	}
 	for _, i := range later {
-		errs[i] = s.AppendEvents(ctx, batch[i].Fence, batch[i].Append)
+		errs[i] = s.appendAlone(ctx, batch[i])
 	}
 	return errs
+}
+
+// appendAlone stores one append of a batch in a transaction of its own: its stream's
+// creation, its rows and its end.
+func (s *Store) appendAlone(ctx context.Context, a journal.FencedAppend) error {
+	return s.txWaking(ctx, func(ctx context.Context, tx *txq) (wake []string, err error) {
+		if a.Open != nil {
+			if wake, err = s.openStream(ctx, tx, *a.Open, wake); err != nil {
+				return nil, err
+			}
+		}
+		app := a.Append
+		if !a.Finish.IsZero() {
+			app.Reserve = keepReservation
+		}
+		if _, err := s.appendTx(ctx, tx, a.Fence, app, false); err != nil {
+			return nil, err
+		}
+		if !a.Finish.IsZero() {
+			if err := s.finishIn(ctx, tx, a.StreamID, a.Finish); err != nil {
+				return nil, err
+			}
+		}
+		if len(a.Rows) > 0 || !a.Finish.IsZero() {
+			wake = append(wake, a.StreamID)
+		}
+		return wake, nil
+	})
+}
+
+// finishIn marks a stream finished at now inside tx, unless it already is.
+func (s *Store) finishIn(ctx context.Context, tx *txq, id string, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `UPDATE `+s.streams+` SET finished_at = COALESCE(finished_at, ?) WHERE id = ?`, ns(now), id)
+	return err
 }
 
 // batchStream is what a batched append reads of one stream.
@@ -70,8 +105,26 @@ type batchStream struct {
 }
 
 // appendBatchTx stores the appends batch[items] inside tx, setting errs[i] for each that
-// fails its checks, and returns the ids of the streams it stored rows of.
+// fails its checks, and returns the topics to wake at the commit: the streams it stored
+// rows of or ended, and the threads of the streams it created.
 func (s *Store) appendBatchTx(ctx context.Context, tx *txq, batch []journal.FencedAppend, items []int, errs []error) ([]string, error) {
+	// The streams the batch creates, each with its thread's run: a statement or two each,
+	// all in the batch's commit.
+	var wake []string
+	live := items[:0:0]
+	for _, i := range items {
+		if o := batch[i].Open; o != nil {
+			var err error
+			if wake, err = s.openStream(ctx, tx, *o, wake); errors.Is(err, journal.ErrConflict) {
+				errs[i] = err
+				continue
+			} else if err != nil {
+				return nil, err
+			}
+		}
+		live = append(live, i)
+	}
+	items = live
 	ids := make([]string, len(items))
 	for k, i := range items {
 		ids[k] = batch[i].StreamID
@@ -135,7 +188,7 @@ func (s *Store) appendBatchTx(ctx context.Context, tx *txq, batch []journal.Fenc
 
 	var inserts []storedAppend
 	var reserve []any // id, reservation pairs
-	var stored []string
+	var finish []int
 	for _, i := range items {
 		a := batch[i]
 		b, ok := streams[a.StreamID]
@@ -153,12 +206,17 @@ func (s *Store) appendBatchTx(ctx context.Context, tx *txq, batch []journal.Fenc
 		if errs[i] = checkSeqs(a.Rows, b.last, b.reserved); errs[i] != nil {
 			continue
 		}
-		if a.Reserve != b.reserved && a.Reserve != keepReservation {
+		if a.Reserve != b.reserved && a.Reserve != keepReservation && a.Finish.IsZero() {
 			reserve = append(reserve, a.StreamID, a.Reserve)
 		}
 		if len(a.Rows) > 0 {
 			inserts = append(inserts, storedAppend{a.StreamID, a.Rows})
-			stored = append(stored, a.StreamID)
+		}
+		if !a.Finish.IsZero() {
+			finish = append(finish, i)
+		}
+		if len(a.Rows) > 0 || !a.Finish.IsZero() {
+			wake = append(wake, a.StreamID)
 		}
 	}
 	if err := s.insertEvents(ctx, tx, inserts); err != nil {
@@ -185,10 +243,15 @@ func (s *Store) appendBatchTx(ctx context.Context, tx *txq, batch []journal.Fenc
 			return nil, err
 		}
 	}
-	if err := s.wakeIn(ctx, tx, stored...); err != nil {
+	for _, i := range finish {
+		if err := s.finishIn(ctx, tx, batch[i].StreamID, batch[i].Finish); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.wakeIn(ctx, tx, wake...); err != nil {
 		return nil, err
 	}
-	return stored, nil
+	return wake, nil
 }
 
 // checkSeqs checks that rows continue a stream whose last stored seq is last and whose
