@@ -198,6 +198,8 @@ type FencedAppend struct {
 	Append
 	// Open, when set, creates the stream first, as [Driver.CreateStream] does (Open.ID
 	// is StreamID): ErrConflict, and nothing else of this append stored, when it exists.
+	// An append with Open and nothing else to store (no rows, no Finish, Reserve equal to
+	// Open.Reserved) is a creation alone, unfenced as CreateStream is.
 	Open *Stream
 	// Finish, when not zero, ends the stream after the rows, as [Driver.FinishStream]
 	// does at that time, keeping the reservation (Reserve is then ignored). The journal

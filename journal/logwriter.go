@@ -191,15 +191,7 @@ func (j *Journal) CreateLog(ctx context.Context, s Stream, run *Run, opts LogOpt
 			return j.d.CreateStream(ctx, s)
 		}
 		grouped = false // a retry writes alone
-		f, err := fenceOf(run)
-		if err != nil {
-			return err
-		}
-		err = j.batch.now(FencedAppend{Fence: f, Append: Append{StreamID: s.ID, Reserve: s.Reserved}, Open: &s})
-		if errors.Is(err, ErrLeaseLost) && run != nil {
-			run.lose()
-		}
-		return err
+		return j.batch.now(FencedAppend{Append: Append{StreamID: s.ID, Reserve: s.Reserved}, Open: &s})
 	}, nil)
 	if errors.Is(err, ErrConflict) {
 		return j.NewLogWriter(ctx, s.ID, run, opts)
@@ -453,17 +445,18 @@ func (w *LogWriter) commit(reserve int64) error {
 		// one's reservation before storing its first row, whose rows then never fit.
 		return nil
 	}
-	if w.j.batch.group {
-		// A journal that commits stores them with the batch's next commit, at once.
-		w.submit(reserve)
-		w.drain()
-		return w.err
-	}
 	a := Append{StreamID: w.streamID, Rows: w.queue, Reserve: reserve}
 	w.queue = nil
 	w.lastCommit = time.Now()
-	err := w.j.persist(w.ctx, "log rows of stream "+w.streamID, func() error { return w.j.appendEvents(w.ctx, w.run, a) },
-		func(err error) bool { return errors.Is(err, ErrSeqExists) && w.j.landed(w.ctx, a.StreamID, a.Rows) })
+	// A journal that commits stores them with the batch's next commit, asked for at once.
+	grouped := w.j.batch.group
+	err := w.j.persist(w.ctx, "log rows of stream "+w.streamID, func() error {
+		if grouped {
+			grouped = false // a retry writes alone
+			return w.j.appendGrouped(w.run, a)
+		}
+		return w.j.appendEvents(w.ctx, w.run, a)
+	}, func(err error) bool { return errors.Is(err, ErrSeqExists) && w.j.landed(w.ctx, a.StreamID, a.Rows) })
 	if err != nil {
 		w.err = fmt.Errorf("journal: log writer for stream %s: %w", w.streamID, err)
 		return w.err

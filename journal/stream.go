@@ -74,20 +74,32 @@ func (j *Journal) finishStream(ctx context.Context, streamID string, run *Run, r
 // finishGrouped is finishStream with at least one row, made with the log batch's next
 // commit: the stream's last stored seq is then its last row's.
 func (j *Journal) finishGrouped(streamID string, run *Run, rows []EventRow) error {
-	f, err := fenceOf(run)
-	if err != nil {
-		return err
-	}
 	now := j.now()
-	err = j.batch.now(FencedAppend{Fence: f, Append: Append{StreamID: streamID, Rows: rows}, Finish: now})
-	if err != nil {
-		if errors.Is(err, ErrLeaseLost) && run != nil {
-			run.lose()
-		}
+	if err := j.grouped(run, FencedAppend{Append: Append{StreamID: streamID, Rows: rows}, Finish: now}); err != nil {
 		return err
 	}
 	j.tails.commit(streamID, rows, rows[len(rows)-1].Seq, now)
 	return nil
+}
+
+// appendGrouped is appendEvents made with the log batch's next commit.
+func (j *Journal) appendGrouped(run *Run, a Append) error {
+	return j.grouped(run, FencedAppend{Append: a})
+}
+
+// grouped stores fa, fenced by run's lease when run is set, with the log batch's next
+// commit, asked for at once.
+func (j *Journal) grouped(run *Run, fa FencedAppend) error {
+	f, err := fenceOf(run)
+	if err != nil {
+		return err
+	}
+	fa.Fence = f
+	err = j.batch.now(fa)
+	if errors.Is(err, ErrLeaseLost) && run != nil {
+		run.lose()
+	}
+	return err
 }
 
 // AppendEvents stores rows that continue the stream gap-free and clears its reservation

@@ -23,6 +23,11 @@ var errBatchRace = errors.New("sqlstore: a batched append met a concurrent write
 // reservations, and, on Postgres, one statement of notifications sent at commit. An
 // append that fails its own checks is left out of those writes and gets its error.
 func (s *Store) AppendBatch(ctx context.Context, batch []journal.FencedAppend) []error {
+	if len(batch) == 1 {
+		// One append: its own statements, which the store keeps prepared, not the
+		// batch's, whose lists change with the batch.
+		return []error{s.appendAlone(ctx, batch[0])}
+	}
 	errs := make([]error, len(batch))
 	// An append of a stream an earlier append of the batch names is stored after the
 	// batch, on its own, so that it sees the earlier one.
@@ -67,6 +72,9 @@ func (s *Store) AppendBatch(ctx context.Context, batch []journal.FencedAppend) [
 // appendAlone stores one append of a batch in a transaction of its own: its stream's
 // creation, its rows and its end.
 func (s *Store) appendAlone(ctx context.Context, a journal.FencedAppend) error {
+	if creationAlone(a) {
+		return s.CreateStream(ctx, *a.Open)
+	}
 	return s.txWaking(ctx, func(ctx context.Context, tx *txq) (wake []string, err error) {
 		if a.Open != nil {
 			if wake, err = s.openStream(ctx, tx, *a.Open, wake); err != nil {
@@ -92,6 +100,11 @@ func (s *Store) appendAlone(ctx context.Context, a journal.FencedAppend) error {
 	})
 }
 
+// creationAlone reports whether a creates its stream and stores nothing else.
+func creationAlone(a journal.FencedAppend) bool {
+	return a.Open != nil && len(a.Rows) == 0 && a.Finish.IsZero() && a.Reserve == a.Open.Reserved
+}
+
 // finishIn marks a stream finished at now inside tx, unless it already is.
 func (s *Store) finishIn(ctx context.Context, tx *txq, id string, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `UPDATE `+s.streams+` SET finished_at = COALESCE(finished_at, ?) WHERE id = ?`, ns(now), id)
@@ -113,13 +126,17 @@ func (s *Store) appendBatchTx(ctx context.Context, tx *txq, batch []journal.Fenc
 	var wake []string
 	live := items[:0:0]
 	for _, i := range items {
-		if o := batch[i].Open; o != nil {
+		a := batch[i]
+		if a.Open != nil {
 			var err error
-			if wake, err = s.openStream(ctx, tx, *o, wake); errors.Is(err, journal.ErrConflict) {
+			if wake, err = s.openStream(ctx, tx, *a.Open, wake); errors.Is(err, journal.ErrConflict) {
 				errs[i] = err
 				continue
 			} else if err != nil {
 				return nil, err
+			}
+			if creationAlone(a) {
+				continue // nothing more to store
 			}
 		}
 		live = append(live, i)
