@@ -220,6 +220,9 @@ func (b *logBatch) store(items []batched) {
 	for i, it := range items {
 		err := errs[i]
 		if it.done != nil {
+			if err == nil {
+				b.tail(it.fa)
+			}
 			it.done <- err // its caller retries, and settles a lost lease
 			continue
 		}
@@ -235,6 +238,21 @@ func (b *logBatch) store(items []batched) {
 		}
 		it.w.settleBatch(it.fa.Append, err)
 	}
+}
+
+// tail puts the rows of a stored creation, end or flush in the follow tail (and the end
+// with them) before the flush is settled, as a writer's rows are: a follower woken at
+// the commit then reads them there, not from the database. The stream's last seq after
+// an end is its last row's ([FencedAppend.Finish]).
+func (b *logBatch) tail(fa FencedAppend) {
+	if len(fa.Rows) == 0 {
+		return
+	}
+	if fa.Finish.IsZero() {
+		b.j.tails.add(fa.StreamID, fa.Rows, b.j.now())
+		return
+	}
+	b.j.tails.commit(fa.StreamID, fa.Rows, fa.Rows[len(fa.Rows)-1].Seq, fa.Finish)
 }
 
 // storingStream returns a channel closed once the flush under way has settled the

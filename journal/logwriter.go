@@ -229,7 +229,6 @@ func (j *Journal) openLogWriter(ctx context.Context, s Stream, run *Run, last in
 		w.seq, w.reserved = s.Reserved, s.Reserved
 	}
 	j.tails.open(s, w.seq, j.now())
-	j.batch.live.Add(1)
 	if last >= opts.MaxRows {
 		var rows []EventRow
 		err := j.persist(ctx, "read the log of stream "+streamID, func() (err error) {
@@ -246,6 +245,7 @@ func (j *Journal) openLogWriter(ctx context.Context, s Stream, run *Run, last in
 			}
 		}
 	}
+	j.batch.live.Add(1) // until stop
 	if run != nil {
 		run.attach(w)
 	}
@@ -449,11 +449,13 @@ func (w *LogWriter) commit(reserve int64) error {
 	w.queue = nil
 	w.lastCommit = time.Now()
 	// A journal that commits stores them with the batch's next commit, asked for at once.
-	grouped := w.j.batch.group
+	grouped, tailed := w.j.batch.group, false
 	err := w.j.persist(w.ctx, "log rows of stream "+w.streamID, func() error {
 		if grouped {
 			grouped = false // a retry writes alone
-			return w.j.appendGrouped(w.run, a)
+			err := w.j.appendGrouped(w.run, a)
+			tailed = err == nil
+			return err
 		}
 		return w.j.appendEvents(w.ctx, w.run, a)
 	}, func(err error) bool { return errors.Is(err, ErrSeqExists) && w.j.landed(w.ctx, a.StreamID, a.Rows) })
@@ -461,7 +463,11 @@ func (w *LogWriter) commit(reserve int64) error {
 		w.err = fmt.Errorf("journal: log writer for stream %s: %w", w.streamID, err)
 		return w.err
 	}
-	w.committed(a)
+	if tailed {
+		w.counted(a)
+	} else {
+		w.committed(a)
+	}
 	return nil
 }
 
@@ -533,9 +539,16 @@ func (w *LogWriter) commitAlone(a Append, first error) {
 
 // committed records a stored append.
 func (w *LogWriter) committed(a Append) {
-	w.reserved = a.Reserve
 	if len(a.Rows) > 0 {
 		w.j.tails.add(w.streamID, a.Rows, w.j.now())
+	}
+	w.counted(a)
+}
+
+// counted records a stored append whose rows are already in the follow tail.
+func (w *LogWriter) counted(a Append) {
+	w.reserved = a.Reserve
+	if len(a.Rows) > 0 {
 		w.commits++
 		w.rows += len(a.Rows)
 	}

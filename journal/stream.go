@@ -72,17 +72,13 @@ func (j *Journal) finishStream(ctx context.Context, streamID string, run *Run, r
 }
 
 // finishGrouped is finishStream with at least one row, made with the log batch's next
-// commit: the stream's last stored seq is then its last row's.
+// commit, which puts the rows and the end in the follow tail.
 func (j *Journal) finishGrouped(streamID string, run *Run, rows []EventRow) error {
-	now := j.now()
-	if err := j.grouped(run, FencedAppend{Append: Append{StreamID: streamID, Rows: rows}, Finish: now}); err != nil {
-		return err
-	}
-	j.tails.commit(streamID, rows, rows[len(rows)-1].Seq, now)
-	return nil
+	return j.grouped(run, FencedAppend{Append: Append{StreamID: streamID, Rows: rows}, Finish: j.now()})
 }
 
-// appendGrouped is appendEvents made with the log batch's next commit.
+// appendGrouped is appendEvents made with the log batch's next commit, which puts the
+// rows in the follow tail.
 func (j *Journal) appendGrouped(run *Run, a Append) error {
 	return j.grouped(run, FencedAppend{Append: a})
 }

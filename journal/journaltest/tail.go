@@ -117,6 +117,7 @@ func span(from, to int64) []int64 {
 func tailCases() []testCase {
 	return []testCase{
 		{"Tail/SameInstanceReadsNeedNoDatabase", tailSameInstanceReadsNeedNoDatabase},
+		{"Tail/AFollowerWokenByTheEndReadsItFromTheTail", tailAFollowerWokenByTheEndReadsItFromTheTail},
 		{"Tail/EarlierRowsComeFromTheDatabase", tailEarlierRowsComeFromTheDatabase},
 		{"Tail/AnotherInstanceContinuesTheStream", tailAnotherInstanceContinuesTheStream},
 		{"Tail/FinishedElsewhereAfterRowsThisTailLacks", tailFinishedElsewhereAfterRowsThisTailLacks},
@@ -155,6 +156,44 @@ func tailSameInstanceReadsNeedNoDatabase(t *testing.T, e *env) {
 	_ = append(first, journal.EventRow{Seq: 99, Event: json.RawMessage(`{}`)})
 	if _, again, _ := j.ReadStream(e.ctx, "s1", 2, 1); len(again) != 1 || again[0].Seq != 3 {
 		t.Fatalf("after a caller's append, row 3 reads %v", again)
+	}
+}
+
+// tailAFollowerWokenByTheEndReadsItFromTheTail is the case
+// "Tail/AFollowerWokenByTheEndReadsItFromTheTail": a follower on the instance that ends a
+// stream, woken by the end's commit, reads the last rows and the end at once. On a
+// journal whose writes are commits the end goes through the log batch, which puts them
+// in the follow tail before the follower's read is answered, so that read costs no
+// database round trip.
+func tailAFollowerWokenByTheEndReadsItFromTheTail(t *testing.T, e *env) {
+	j, c := e.tailed("a")
+	w := e.openLog(j, "s1", quiet)
+	structural(t, e, w, 2)
+	woken, stop := j.Subscribe("s1")
+	defer stop()
+	ended := make(chan error, 1)
+	go func() {
+		_, err := w.WriteEnd(e.ctx, "RUN_FINISHED", json.RawMessage(`{"type":"RUN_FINISHED"}`))
+		ended <- err
+	}()
+	select {
+	case <-woken:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the follower was not woken by the end")
+	}
+	var st journal.Stream
+	var rows []journal.EventRow
+	n := c.during(func() {
+		var err error
+		st, rows, err = j.ReadStream(e.ctx, "s1", 2, 10)
+		must(t, "ReadStream", err)
+	})
+	must(t, "WriteEnd", <-ended)
+	if !slices.Equal(seqsOf(rows), []int64{3}) || st.FinishedAt == nil {
+		t.Fatalf("the woken follower read rows %v, finished %v; want [3], finished", seqsOf(rows), st.FinishedAt != nil)
+	}
+	if e.d.Capabilities().Has(journal.CapDurable) && n != 0 {
+		t.Fatalf("%d driver reads by a follower woken by the end, want 0", n)
 	}
 }
 
