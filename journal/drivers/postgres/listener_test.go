@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -135,5 +136,91 @@ func TestBatchedAppendWakesOtherInstances(t *testing.T) {
 	case <-bystander:
 		t.Fatal("a follower of a stream outside the batch was woken by it")
 	default:
+	}
+}
+
+// TestOwnCommitsWakeFollowersOnce checks that a write wakes this instance's followers
+// once, at its commit, and not again when its notification comes back to the
+// instance's own listener (a second wake sends a follower that is up to date to the
+// database for nothing), while another instance's writes, and notifications in the
+// format that carries no origin, still wake them.
+func TestOwnCommitsWakeFollowersOnce(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	prefix := uniquePrefix()
+	local := newDriver(t, openDB(t), prefix)
+	other := newDriver(t, openDB(t), prefix)
+	for _, id := range []string{"s1", "s2", "marker"} {
+		if err := local.CreateStream(ctx, journal.Stream{ID: id, CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wakes atomic.Int64
+	defer local.Hub().SubscribeFunc("s1", func() { wakes.Add(1) })()
+	marker, cancel := local.Subscribe("marker")
+	defer cancel()
+	// caughtUp waits until the local listener has received everything committed before a
+	// write of the other instance to the marker stream: notifications arrive in commit
+	// order on the one connection.
+	seq := int64(0)
+	caughtUp := func() {
+		t.Helper()
+		for {
+			select {
+			case <-marker:
+				continue
+			default:
+			}
+			break
+		}
+		seq++
+		if err := other.AppendEvents(ctx, nil, journal.Append{StreamID: "marker", Rows: []journal.EventRow{{Seq: seq, Event: json.RawMessage(`{"type":"CUSTOM"}`)}}}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-marker:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the other instance's write did not wake the local follower")
+		}
+	}
+	// The listener wakes everyone once it connects, which may be what the first wake of
+	// the marker was; the second comes through the listener, after that.
+	caughtUp()
+	caughtUp()
+	wakes.Store(0)
+
+	row := func(seq int64) []journal.EventRow {
+		return []journal.EventRow{{Seq: seq, Event: json.RawMessage(`{"type":"CUSTOM"}`)}}
+	}
+	for i, err := range local.AppendBatch(ctx, []journal.FencedAppend{
+		{Append: journal.Append{StreamID: "s1", Rows: row(1)}},
+		{Append: journal.Append{StreamID: "s2", Rows: row(1)}},
+	}) {
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	if err := local.AppendEvents(ctx, nil, journal.Append{StreamID: "s1", Rows: row(2)}); err != nil {
+		t.Fatal(err)
+	}
+	caughtUp()
+	if n := wakes.Load(); n != 2 {
+		t.Fatalf("two local writes woke the local follower %d times, want 2", n)
+	}
+
+	if err := other.AppendEvents(ctx, nil, journal.Append{StreamID: "s1", Rows: row(3)}); err != nil {
+		t.Fatal(err)
+	}
+	caughtUp()
+	if n := wakes.Load(); n != 3 {
+		t.Fatalf("the other instance's write left the local follower at %d wakes, want 3", n)
+	}
+	// An instance of an earlier version sends bare arrays of ids.
+	if _, err := other.DB().ExecContext(ctx, `SELECT pg_notify(?, ?)`, prefix+"events_batch", `["s1"]`); err != nil {
+		t.Fatal(err)
+	}
+	caughtUp()
+	if n := wakes.Load(); n != 4 {
+		t.Fatalf("a notification without an origin left the local follower at %d wakes, want 4", n)
 	}
 }

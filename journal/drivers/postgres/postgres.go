@@ -8,6 +8,7 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -42,8 +43,11 @@ type Driver struct {
 	opts    Options
 	channel string
 	// batchChannel carries the notifications of batched appends, each a JSON array of
-	// stream ids.
+	// stream ids led by origin.
 	batchChannel string
+	// origin marks this driver's own batch notifications: their subscribers on this
+	// instance were woken at the commit, so the listener skips them when they come back.
+	origin string
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -70,7 +74,8 @@ func New(db *bun.DB, opts Options) (*Driver, error) {
 	if opts.Listener != nil {
 		caps |= journal.CapCrossProcessWakeups
 	}
-	d := &Driver{db: db, opts: opts, channel: opts.TablePrefix + "events", batchChannel: opts.TablePrefix + "events_batch"}
+	d := &Driver{db: db, opts: opts, channel: opts.TablePrefix + "events", batchChannel: opts.TablePrefix + "events_batch",
+		origin: originMark + rand.Text()}
 	st, err := sqlstore.New(db, opts.TablePrefix, sqlstore.Dialect{
 		LockShare: " FOR SHARE", LockUpdate: " FOR UPDATE", Dollar: true, Caps: caps, AfterCommit: d.notify, NotifyBatch: d.notifyBatch,
 	})
@@ -94,31 +99,40 @@ func (d *Driver) notify(ctx context.Context, streamID string) {
 // (or topics) it wakes, sent when it commits: on the batch channel, each payload a JSON
 // array of as many ids as fit Postgres' payload limit, so every listener receives one
 // notification a commit rather than one a stream, and the write needs no transaction of
-// its own for them. One statement sends them all.
+// its own for them. One statement sends them all. Each array begins with the driver's
+// origin, which no stream or topic id can be (it starts with a NUL, which Postgres text
+// cannot hold): the store wakes this instance's subscribers itself at the commit, so
+// its listener skips its own notifications rather than wake every follower twice (and
+// send the second, which finds nothing new, to the database).
 func (d *Driver) notifyBatch(ctx context.Context, tx sqlstore.Execer, ids []string) error {
 	if d.opts.Listener == nil {
 		return nil
 	}
+	origin, err := json.Marshal(d.origin)
+	if err != nil {
+		return err
+	}
 	var payloads []string
-	b := []byte{'['}
+	b := append([]byte{'['}, origin...)
 	for _, id := range ids {
 		q, err := json.Marshal(id)
 		if err != nil {
 			return err
 		}
-		if len(b) > 1 && len(b)+len(q)+2 > maxPayload {
+		if len(b) > 1+len(origin) && len(b)+len(q)+2 > maxPayload {
 			payloads = append(payloads, string(append(b, ']')))
-			b = b[:1]
+			b = b[:1+len(origin)]
 		}
-		if len(b) > 1 {
-			b = append(b, ',')
-		}
+		b = append(b, ',')
 		b = append(b, q...)
 	}
 	payloads = append(payloads, string(append(b, ']')))
-	_, err := tx.ExecContext(ctx, `SELECT pg_notify(?, x) FROM unnest(CAST(? AS TEXT[])) AS x`, d.batchChannel, textArray(payloads))
+	_, err = tx.ExecContext(ctx, `SELECT pg_notify(?, x) FROM unnest(CAST(? AS TEXT[])) AS x`, d.batchChannel, textArray(payloads))
 	return err
 }
+
+// originMark begins a batch notification's origin.
+const originMark = "\x00origin:"
 
 // maxPayload keeps a batch notification under Postgres' 8,000-byte payload limit.
 const maxPayload = 7900
@@ -251,8 +265,13 @@ func (d *Driver) receive(ctx context.Context, conn *pgx.Conn) {
 			if json.Unmarshal([]byte(n.Payload), &ids) != nil {
 				hub.NotifyAll() // not ours to read: wake everyone rather than miss one
 			}
+			if len(ids) > 0 && ids[0] == d.origin {
+				continue // this instance's own commit: its subscribers were woken then
+			}
 			for _, id := range ids {
-				hub.Notify(id)
+				if !strings.HasPrefix(id, originMark) {
+					hub.Notify(id)
+				}
 			}
 		case err == nil:
 			hub.Notify(n.Payload)
