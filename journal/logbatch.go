@@ -45,11 +45,6 @@ type logBatch struct {
 	flushing bool
 	urgent   bool // a writer waits for its rows: flush as soon as the batch is free
 	last     time.Time
-	// storing names the streams of the flush under way, and stored is closed once their
-	// writers are settled (their rows in the tails): a follower the driver woke at the
-	// commit waits for that instead of reading the rows back from the database.
-	storing map[string]bool
-	stored  chan struct{}
 }
 
 // batched is one writer's rows in the batch, or a stream's creation or end whose caller
@@ -157,25 +152,19 @@ func (b *logBatch) flush() {
 	items := b.waiting
 	b.waiting = nil
 	b.flushing, b.urgent = true, false
-	var stored chan struct{}
-	if len(items) > 0 {
-		stored = make(chan struct{})
-		b.storing, b.stored = make(map[string]bool, len(items)), stored
-		for _, it := range items {
-			b.storing[it.fa.Append.StreamID] = true
-		}
-	}
 	b.mu.Unlock()
 
 	if len(items) > 0 {
+		ids := make([]string, len(items))
+		for i, it := range items {
+			ids[i] = it.fa.StreamID
+		}
+		stored := b.j.tails.begin(ids)
 		b.store(items)
+		b.j.tails.end(ids, stored)
 	}
 
 	b.mu.Lock()
-	if stored != nil {
-		close(stored)
-		b.storing, b.stored = nil, nil
-	}
 	b.flushing = false
 	b.last = time.Now()
 	if len(b.waiting) > 0 {
@@ -253,15 +242,4 @@ func (b *logBatch) tail(fa FencedAppend) {
 		return
 	}
 	b.j.tails.commit(fa.StreamID, fa.Rows, fa.Rows[len(fa.Rows)-1].Seq, fa.Finish)
-}
-
-// storingStream returns a channel closed once the flush under way has settled the
-// writer of stream id, or nil when no flush under way holds its rows.
-func (b *logBatch) storingStream(id string) <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.storing[id] {
-		return b.stored
-	}
-	return nil
 }

@@ -218,15 +218,21 @@ func (r *Run) record(ctx context.Context, pos int, f Fence, name string, out jso
 		w.Opens = opens()
 	}
 	logs := r.stageLogs()
+	var ids []string
 	for _, s := range logs {
 		w.Appends = append(w.Appends, s.a)
+		if len(s.a.Rows) > 0 {
+			ids = append(ids, s.a.StreamID)
+		}
 	}
 	wctx := context.WithoutCancel(ctx)
+	stored := r.j.tails.begin(ids)
 	werr := r.j.persist(wctx, "step "+name, func() error { return r.j.d.InsertStep(wctx, f, rec, w) },
 		func(err error) bool { return errors.Is(err, ErrStepExists) })
 	for _, s := range logs {
 		s.w.settle(s.a, werr)
 	}
+	r.j.tails.end(ids, stored)
 	if werr != nil {
 		if errors.Is(werr, ErrLeaseLost) {
 			r.lose()

@@ -171,10 +171,11 @@ func (j *Journal) ReadStream(ctx context.Context, id string, after int64, limit 
 	if st, rows, ok := j.tails.read(id, after, limit, j.now()); ok {
 		return st, rows, nil
 	}
-	if stored := j.batch.storingStream(id); stored != nil {
-		// The stream's rows are being stored by this instance's batch: the driver wakes
-		// followers at the commit, before the batch has put the rows in the tail. Wait
-		// for that (bounded: the write is under way), then read the tail again.
+	if stored := j.tails.stored(id); stored != nil {
+		// The stream's rows are being stored by this instance (the log's batch, a
+		// step): the driver wakes followers at the commit, before the rows are in the
+		// tail. Wait for that (bounded: the write is under way), then read the tail
+		// again.
 		wait := time.NewTimer(time.Second) // a database slow to commit: read it instead
 		select {
 		case <-stored:

@@ -39,6 +39,11 @@ type tails struct {
 	size  int
 	m     map[string]*tail
 	swept time.Time
+	// storing maps the streams whose rows a write under way stores (the log batch's
+	// flush, a step's write) to a channel closed once they are in their tails: the driver
+	// wakes followers at the commit, before that, and a follower woken then waits for
+	// the tail ([Journal.ReadStream]) instead of reading the rows back from the database.
+	storing map[string]chan struct{}
 }
 
 type tail struct {
@@ -202,6 +207,49 @@ func contiguousFrom(rows []EventRow) int {
 		}
 	}
 	return 0
+}
+
+// begin records that a write stores rows of the streams ids; end(ids, ch) with the
+// channel it returns, once their rows are in the tails, releases the followers waiting.
+func (ts *tails) begin(ids []string) chan struct{} {
+	if ts.max <= 0 || len(ids) == 0 {
+		return nil
+	}
+	ch := make(chan struct{})
+	ts.mu.Lock()
+	if ts.storing == nil {
+		ts.storing = make(map[string]chan struct{}, len(ids))
+	}
+	for _, id := range ids {
+		ts.storing[id] = ch
+	}
+	ts.mu.Unlock()
+	return ch
+}
+
+func (ts *tails) end(ids []string, ch chan struct{}) {
+	if ch == nil {
+		return
+	}
+	ts.mu.Lock()
+	for _, id := range ids {
+		if ts.storing[id] == ch {
+			delete(ts.storing, id)
+		}
+	}
+	ts.mu.Unlock()
+	close(ch)
+}
+
+// stored returns a channel closed once the write under way that stores rows of stream
+// id has put them in its tail, or nil when no write under way does.
+func (ts *tails) stored(id string) <-chan struct{} {
+	if ts.max <= 0 {
+		return nil
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.storing[id]
 }
 
 // drop forgets a stream (retention closed or deleted it).

@@ -118,6 +118,7 @@ func tailCases() []testCase {
 	return []testCase{
 		{"Tail/SameInstanceReadsNeedNoDatabase", tailSameInstanceReadsNeedNoDatabase},
 		{"Tail/AFollowerWokenByTheEndReadsItFromTheTail", tailAFollowerWokenByTheEndReadsItFromTheTail},
+		{"Tail/AFollowerWokenByAStepReadsItsRowsFromTheTail", tailAFollowerWokenByAStepReadsItsRowsFromTheTail},
 		{"Tail/EarlierRowsComeFromTheDatabase", tailEarlierRowsComeFromTheDatabase},
 		{"Tail/AnotherInstanceContinuesTheStream", tailAnotherInstanceContinuesTheStream},
 		{"Tail/FinishedElsewhereAfterRowsThisTailLacks", tailFinishedElsewhereAfterRowsThisTailLacks},
@@ -195,6 +196,46 @@ func tailAFollowerWokenByTheEndReadsItFromTheTail(t *testing.T, e *env) {
 	if e.d.Capabilities().Has(journal.CapDurable) && n != 0 {
 		t.Fatalf("%d driver reads by a follower woken by the end, want 0", n)
 	}
+}
+
+// tailAFollowerWokenByAStepReadsItsRowsFromTheTail is the case
+// "Tail/AFollowerWokenByAStepReadsItsRowsFromTheTail": a step's write stores the rows its
+// run's log queued; a follower on the instance, woken by that write's commit, reads them
+// from the follow tail, which the journal fills before it answers the read, not from the
+// database.
+func tailAFollowerWokenByAStepReadsItsRowsFromTheTail(t *testing.T, e *env) {
+	j, c := e.tailed("a")
+	r := e.begin(j)
+	w, err := j.CreateLog(e.ctx, journal.Stream{ID: "s1", RunID: r.ID}, r, quiet)
+	must(t, "CreateLog", err)
+	structural(t, e, w, 2)
+	write(t, e, w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"queued"}`)
+	woken, stop := j.Subscribe("s1")
+	defer stop()
+	stepped := make(chan error, 1)
+	go func() {
+		_, err := r.Step(e.ctx, "after", func(context.Context) (json.RawMessage, error) { return json.RawMessage(`1`), nil })
+		stepped <- err
+	}()
+	select {
+	case <-woken:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the follower was not woken by the step")
+	}
+	var rows []journal.EventRow
+	n := c.during(func() {
+		var err error
+		_, rows, err = j.ReadStream(e.ctx, "s1", 2, 10)
+		must(t, "ReadStream", err)
+	})
+	must(t, "Step", <-stepped)
+	if !slices.Equal(seqsOf(rows), []int64{3}) {
+		t.Fatalf("the woken follower read rows %v, want [3]", seqsOf(rows))
+	}
+	if e.d.Capabilities().Has(journal.CapDurable) && n != 0 {
+		t.Fatalf("%d driver reads by a follower woken by a step, want 0", n)
+	}
+	must(t, "Close", w.Close(e.ctx))
 }
 
 // tailEarlierRowsComeFromTheDatabase is the case "Tail/EarlierRowsComeFromTheDatabase": earlier rows come from the database.
