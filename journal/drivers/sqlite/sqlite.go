@@ -58,7 +58,7 @@ func New(db *bun.DB, opts Options) (*Driver, error) {
 	if opts.TablePrefix == "" {
 		opts.TablePrefix = "engine_"
 	}
-	st, err := sqlstore.New(db, opts.TablePrefix, sqlstore.Dialect{Caps: journal.CapDurable | journal.CapBlockingIO, Prepare: true, OneWriter: true})
+	st, err := sqlstore.New(db, opts.TablePrefix, sqlstore.Dialect{Caps: journal.CapDurable | journal.CapBlockingIO, Prepare: true, GroupWrites: true})
 	if err != nil {
 		return nil, err
 	}

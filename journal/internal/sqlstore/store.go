@@ -4,6 +4,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -43,10 +44,15 @@ type Dialect struct {
 	// transactions. It pays where the driver would parse the SQL on every call (SQLite);
 	// pgx already caches prepared statements per connection.
 	Prepare bool
-	// OneWriter marks a database that commits one write transaction at a time (SQLite).
-	// The store then sends every write of the process through one queue and commits the
-	// writes that queue together (see writeQueue).
-	OneWriter bool
+	// GroupWrites sends every write of the process through one queue and commits the
+	// writes that queue together, each under a savepoint of its own (see writeQueue):
+	// on SQLite, which commits one write transaction at a time, and on Postgres, where
+	// every commit is a flush of its log to disk.
+	GroupWrites bool
+	// MaxGroup bounds the writes of one grouped transaction; 0 means 128.
+	MaxGroup int
+	// Lanes is how many grouped transactions may run at once; 0 means 1.
+	Lanes int
 }
 
 // Store implements journal.Driver on a *bun.DB the application owns.
@@ -56,7 +62,7 @@ type Store struct {
 	hub *wake.Hub
 
 	stmts sync.Map    // statement text → *sql.Stmt, when Dialect.Prepare
-	wq    *writeQueue // when Dialect.OneWriter
+	wq    *writeQueue // when Dialect.GroupWrites
 
 	runs, steps, parks, leases, streams, events, topics, messages string
 	stops, threads                                                string // stop requests and thread runs (stop.go)
@@ -76,8 +82,8 @@ func New(db *bun.DB, prefix string, dia Dialect) (*Store, error) {
 		runs: prefix + "runs", steps: prefix + "steps", parks: prefix + "parks", leases: prefix + "leases",
 		streams: prefix + "streams", events: prefix + "events", topics: prefix + "topics", messages: prefix + "messages",
 		stops: prefix + "stops", threads: prefix + "threads"}
-	if dia.OneWriter {
-		s.wq = &writeQueue{s: s}
+	if dia.GroupWrites {
+		s.wq = &writeQueue{s: s, max: cmp.Or(dia.MaxGroup, 128), lanes: cmp.Or(dia.Lanes, 1)}
 	}
 	return s, nil
 }

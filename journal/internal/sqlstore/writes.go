@@ -8,13 +8,24 @@ import (
 	"sync"
 )
 
-// writeQueue is group commit for a database with one writer at a time (SQLite). Every
-// write of the process queues here; one caller at a time leads: it takes every write
-// that is waiting, runs them in one transaction, each under a savepoint of its own so
-// that one write's failure undoes only that write, commits once, and hands the lead to
-// the first write that queued meanwhile. Concurrent writers then share one BEGIN, one
-// COMMIT and one write of each changed page to the WAL, and none of them waits in
-// SQLite's busy handler, which sleeps in whole milliseconds.
+// writeQueue is group commit. Every write of the process queues here and runs in one
+// of at most lanes transactions at a time. A write that finds a lane free leads it at
+// once; the others wait. A leader runs its batch in one transaction, each write under a
+// savepoint of its own so that one write's failure undoes only that write, and commits
+// once; then it takes every write that queued meanwhile as the next batch and hands the
+// lead to the first of them, or frees the lane when none did. Concurrent writers then
+// share one BEGIN, one COMMIT and one flush of the log to disk. On SQLite (one lane:
+// it writes one transaction at a time) none of them waits in the busy handler, which
+// sleeps in whole milliseconds; on Postgres the database's commits stop growing with
+// the number of conversations that write at once (a durable conversation's run record,
+// steps and end are writes of their own), and one instance holds at most lanes write
+// connections at a time.
+//
+// On Postgres a write may wait for a row another instance's transaction holds, and so
+// may the writes queued behind it; two instances' groups that wait for each other are a
+// deadlock, which Postgres ends (after its deadlock_timeout) by failing one write, which
+// the journal tries again as any failed write. The rows two instances touch at once are
+// those of a run changing hands (a decision, a takeover), so this is rare.
 //
 // A write's own transaction semantics are kept: its statements run in order, see the
 // writes before it in the batch, and it returns only after the batch commits. A write
@@ -23,11 +34,13 @@ import (
 // the whole transaction when a statement in it is interrupted, which would undo the
 // batch's other writes.
 type writeQueue struct {
-	s *Store
+	s     *Store
+	max   int // the writes of one transaction at most
+	lanes int // the transactions that may run at once
 
 	mu      sync.Mutex
-	waiting []*write
-	leading bool
+	waiting []*write // writes no batch has taken yet
+	leaders int      // lanes in use
 }
 
 type write struct {
@@ -35,19 +48,14 @@ type write struct {
 	fn  func(ctx context.Context, tx *txq) error
 	err error
 	// done receives false when the write ran and err is its result, or true when it is
-	// to lead the next batch.
-	done chan bool
-	// handed is set, under the queue's lock, when the write is given the lead: it may
-	// then no longer leave the queue.
-	handed bool
+	// to lead batch, which begins with it.
+	done  chan bool
+	batch []*write
 	// alone, when set, is the same write as fn made without a transaction around it: one
 	// statement, which SQLite commits on its own. A batch of this write alone runs it, and
 	// saves the BEGIN and the COMMIT; in a batch of several, fn runs under its savepoint.
 	alone func(ctx context.Context) error
 }
-
-// maxBatch bounds the writes of one transaction, and so how long the last of them waits.
-const maxBatch = 128
 
 // do runs fn as one write and returns its result once it is committed or undone. A
 // caller whose context ends while its write still queues leaves the queue at once.
@@ -80,10 +88,14 @@ func (q *writeQueue) enqueue(w *write) error {
 	ctx := w.ctx
 	q.mu.Lock()
 	q.waiting = append(q.waiting, w)
-	lead := !q.leading
-	q.leading = true
-	q.mu.Unlock()
-	if !lead {
+	if q.leaders < q.lanes {
+		// A lane is free, so nothing else was waiting: w leads a batch of its own.
+		q.leaders++
+		w.batch = q.take()
+		q.mu.Unlock()
+	} else {
+		q.mu.Unlock()
+		var lead bool
 		select {
 		case lead = <-w.done:
 		case <-ctx.Done():
@@ -96,13 +108,8 @@ func (q *writeQueue) enqueue(w *write) error {
 			return w.err
 		}
 	}
-	// The lead goes to the first write waiting, so w is waiting[0]: the batch is w and
-	// the writes queued behind it.
-	q.mu.Lock()
-	n := min(len(q.waiting), maxBatch)
-	batch := q.waiting[:n:n]
-	q.waiting = q.waiting[n:]
-	q.mu.Unlock()
+	batch := w.batch
+	w.batch = nil
 	t := q.run(batch)
 	for _, b := range batch[1:] {
 		b.done <- false
@@ -115,24 +122,32 @@ func (q *writeQueue) enqueue(w *write) error {
 	q.mu.Lock()
 	if len(q.waiting) == 0 {
 		q.waiting = nil
-		q.leading = false
+		q.leaders--
 		q.mu.Unlock()
 		return w.err
 	}
-	next := q.waiting[0]
-	next.handed = true
+	next := q.take()
+	next[0].batch = next
 	q.mu.Unlock()
-	next.done <- true
+	next[0].done <- true
 	return w.err
 }
 
-// abandon takes w out of the queue, unless a batch has taken it or it was handed the
-// lead; it reports whether it did.
+// take removes the next batch from the writes waiting; the caller holds q.mu.
+func (q *writeQueue) take() []*write {
+	n := min(len(q.waiting), q.max)
+	batch := q.waiting[:n:n]
+	q.waiting = q.waiting[n:]
+	return batch
+}
+
+// abandon takes w out of the queue, unless a batch has taken it; it reports whether it
+// did.
 func (q *writeQueue) abandon(w *write) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	i := slices.Index(q.waiting, w)
-	if w.handed || i < 0 {
+	if i < 0 {
 		return false
 	}
 	q.waiting = slices.Delete(q.waiting, i, i+1)

@@ -27,7 +27,7 @@ func newQueued(t *testing.T) *Store {
 	sqldb.SetMaxOpenConns(2)
 	db := bun.NewDB(sqldb, sqlitedialect.New())
 	t.Cleanup(func() { _ = db.Close() })
-	s, err := New(db, "q_", Dialect{Prepare: true, OneWriter: true})
+	s, err := New(db, "q_", Dialect{Prepare: true, GroupWrites: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,5 +357,67 @@ func TestWriteQueueExec(t *testing.T) {
 		if !stored(t, s, k) {
 			t.Errorf("%s not stored", k)
 		}
+	}
+}
+
+// TestWriteQueueLanes runs a queue of two lanes: two writes run at once, each leading a
+// lane; writes made meanwhile wait, and the first lane to finish runs them as one batch
+// while the other lane's write still runs; once every write returned, both lanes are
+// free.
+func TestWriteQueueLanes(t *testing.T) {
+	s := newQueued(t)
+	s.wq.lanes = 2
+	ctx := t.Context()
+	type held struct {
+		started, release chan struct{}
+		done             chan error
+	}
+	hold := func() *held {
+		h := &held{make(chan struct{}), make(chan struct{}), make(chan error, 1)}
+		w := &write{ctx: ctx, done: make(chan bool, 1),
+			fn: func(context.Context, *txq) error { return errors.New("a held write ran in a batch") },
+			alone: func(context.Context) error {
+				close(h.started)
+				<-h.release
+				return nil
+			}}
+		go func() { h.done <- s.wq.enqueue(w) }()
+		return h
+	}
+	first, second := hold(), hold()
+	for _, h := range []*held{first, second} {
+		select {
+		case <-h.started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("two writes did not run at once on two lanes")
+		}
+	}
+	results := enqueue(s, pending{ctx, insert("a")}, pending{ctx, insert("b")})
+	close(first.release)
+	if err := <-first.done; err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range results() {
+		if err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	if !stored(t, s, "a") || !stored(t, s, "b") {
+		t.Fatal("the writes queued behind the lanes were not stored")
+	}
+	select {
+	case err := <-second.done:
+		t.Fatalf("the second lane's write returned (%v) before it was released", err)
+	default:
+	}
+	close(second.release)
+	if err := <-second.done; err != nil {
+		t.Fatal(err)
+	}
+	s.wq.mu.Lock()
+	leaders, waiting := s.wq.leaders, len(s.wq.waiting)
+	s.wq.mu.Unlock()
+	if leaders != 0 || waiting != 0 {
+		t.Fatalf("after every write returned: %d lanes in use, %d writes waiting", leaders, waiting)
 	}
 }
