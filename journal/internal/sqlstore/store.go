@@ -53,6 +53,9 @@ type Dialect struct {
 	MaxGroup int
 	// Lanes is how many grouped transactions may run at once; 0 means 1.
 	Lanes int
+	// MultiStatement says a call without arguments may hold several statements, which
+	// the group commit uses to move its savepoint in one round trip.
+	MultiStatement bool
 }
 
 // Store implements journal.Driver on a *bun.DB the application owns.

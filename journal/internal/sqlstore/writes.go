@@ -191,14 +191,24 @@ func (q *writeQueue) run(batch []*write) *txq {
 		w.err = tx.Commit()
 		return t
 	}
-	for _, w := range batch {
+	// The savepoint marks where the write under way began. Where one call may hold
+	// several statements (Postgres, whose every statement is a round trip), a stored
+	// write moves it past itself in one call, a failed write is undone to it and leaves
+	// it in place for the next, and the commit releases the last; elsewhere each write
+	// sets and releases its own.
+	multi := q.s.dia.MultiStatement
+	marked := false
+	for i, w := range batch {
 		if w.err = w.ctx.Err(); w.err != nil {
 			continue
 		}
-		if _, err := t.ExecContext(ctx, `SAVEPOINT engine_write`); err != nil {
-			_ = tx.Rollback()
-			fail(err)
-			return t
+		if !marked {
+			if _, err := t.ExecContext(ctx, `SAVEPOINT engine_write`); err != nil {
+				_ = tx.Rollback()
+				fail(err)
+				return t
+			}
+			marked = true
 		}
 		w.err = w.call(t)
 		if w.err != nil {
@@ -210,7 +220,17 @@ func (q *writeQueue) run(batch []*write) *txq {
 				return t
 			}
 		}
-		if _, err := t.ExecContext(ctx, `RELEASE engine_write`); err != nil {
+		next := ""
+		switch {
+		case !multi:
+			next, marked = `RELEASE engine_write`, false
+		case w.err == nil && i < len(batch)-1:
+			next = `RELEASE engine_write; SAVEPOINT engine_write`
+		}
+		if next == "" {
+			continue
+		}
+		if _, err := t.execText(ctx, next); err != nil {
 			_ = tx.Rollback()
 			fail(err)
 			return t

@@ -120,7 +120,18 @@ func batch(t *testing.T, s *Store, ws ...pending) []error {
 }
 
 func TestWriteQueueFailureUndoesOnlyThatWrite(t *testing.T) {
-	s := newQueued(t)
+	for _, multi := range []bool{false, true} {
+		t.Run(fmt.Sprintf("MultiStatement=%v", multi), func(t *testing.T) {
+			s := newQueued(t)
+			s.dia.MultiStatement = multi
+			failureUndoesOnlyThatWrite(t, s)
+		})
+	}
+}
+
+// failureUndoesOnlyThatWrite runs, behind a held lead, a batch whose writes fail in
+// each way a write can, between writes that succeed.
+func failureUndoesOnlyThatWrite(t *testing.T, s *Store) {
 	ctx := t.Context()
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
