@@ -230,7 +230,11 @@ func (q *writeQueue) run(batch []*write) *txq {
 		if next == "" {
 			continue
 		}
-		if _, err := t.execText(ctx, next); err != nil {
+		exec := t.ExecContext // SQLite keeps it prepared
+		if multi {
+			exec = t.execText // several statements are never prepared
+		}
+		if _, err := exec(ctx, next); err != nil {
 			_ = tx.Rollback()
 			fail(err)
 			return t
