@@ -18,6 +18,17 @@ import (
 type countingReads struct {
 	journal.Driver
 	n atomic.Int64
+	// stepHeld, when set, holds each step's write this long after its commit (which
+	// wakes the followers) before the journal hears of it.
+	stepHeld time.Duration
+}
+
+func (c *countingReads) InsertStep(ctx context.Context, f journal.Fence, s journal.StepRecord, w journal.StepWrites) error {
+	err := c.Driver.InsertStep(ctx, f, s, w)
+	if err == nil && c.stepHeld > 0 {
+		time.Sleep(c.stepHeld)
+	}
+	return err
 }
 
 func (c *countingReads) ReadStream(ctx context.Context, id string, after int64, limit int) (journal.Stream, []journal.EventRow, error) {
@@ -170,26 +181,10 @@ func tailAFollowerWokenByTheEndReadsItFromTheTail(t *testing.T, e *env) {
 	j, c := e.tailed("a")
 	w := e.openLog(j, "s1", quiet)
 	structural(t, e, w, 2)
-	woken, stop := j.Subscribe("s1")
-	defer stop()
-	ended := make(chan error, 1)
-	go func() {
+	st, rows, n := e.readWoken(j, c, "s1", 2, "WriteEnd", func() error {
 		_, err := w.WriteEnd(e.ctx, "RUN_FINISHED", json.RawMessage(`{"type":"RUN_FINISHED"}`))
-		ended <- err
-	}()
-	select {
-	case <-woken:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the follower was not woken by the end")
-	}
-	var st journal.Stream
-	var rows []journal.EventRow
-	n := c.during(func() {
-		var err error
-		st, rows, err = j.ReadStream(e.ctx, "s1", 2, 10)
-		must(t, "ReadStream", err)
+		return err
 	})
-	must(t, "WriteEnd", <-ended)
 	if !slices.Equal(seqsOf(rows), []int64{3}) || st.FinishedAt == nil {
 		t.Fatalf("the woken follower read rows %v, finished %v; want [3], finished", seqsOf(rows), st.FinishedAt != nil)
 	}
@@ -198,37 +193,51 @@ func tailAFollowerWokenByTheEndReadsItFromTheTail(t *testing.T, e *env) {
 	}
 }
 
+// readWoken subscribes to stream id on j, runs write (named what) in the background,
+// and once the follower is woken reads the stream after seq after as a follower does,
+// counting the driver reads that read made (c counts j's). It returns what the read
+// gave, after write returned without error.
+func (e *env) readWoken(j *journal.Journal, c *countingReads, id string, after int64, what string, write func() error) (journal.Stream, []journal.EventRow, int64) {
+	t := e.t
+	t.Helper()
+	woken, stop := j.Subscribe(id)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- write() }()
+	select {
+	case <-woken:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the follower was not woken by %s", what)
+	}
+	var st journal.Stream
+	var rows []journal.EventRow
+	n := c.during(func() {
+		var err error
+		st, rows, err = j.ReadStream(e.ctx, id, after, 10)
+		must(t, "ReadStream", err)
+	})
+	must(t, what, <-done)
+	return st, rows, n
+}
+
 // tailAFollowerWokenByAStepReadsItsRowsFromTheTail is the case
 // "Tail/AFollowerWokenByAStepReadsItsRowsFromTheTail": a step's write stores the rows its
 // run's log queued; a follower on the instance, woken by that write's commit, reads them
 // from the follow tail, which the journal fills before it answers the read, not from the
-// database.
+// database. The driver holds the step's write for a while after its commit, so the
+// follower always reads before the journal has the rows in hand.
 func tailAFollowerWokenByAStepReadsItsRowsFromTheTail(t *testing.T, e *env) {
 	j, c := e.tailed("a")
+	c.stepHeld = 300 * time.Millisecond
 	r := e.begin(j)
 	w, err := j.CreateLog(e.ctx, journal.Stream{ID: "s1", RunID: r.ID}, r, quiet)
 	must(t, "CreateLog", err)
 	structural(t, e, w, 2)
 	write(t, e, w, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"queued"}`)
-	woken, stop := j.Subscribe("s1")
-	defer stop()
-	stepped := make(chan error, 1)
-	go func() {
+	_, rows, n := e.readWoken(j, c, "s1", 2, "Step", func() error {
 		_, err := r.Step(e.ctx, "after", func(context.Context) (json.RawMessage, error) { return json.RawMessage(`1`), nil })
-		stepped <- err
-	}()
-	select {
-	case <-woken:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the follower was not woken by the step")
-	}
-	var rows []journal.EventRow
-	n := c.during(func() {
-		var err error
-		_, rows, err = j.ReadStream(e.ctx, "s1", 2, 10)
-		must(t, "ReadStream", err)
+		return err
 	})
-	must(t, "Step", <-stepped)
 	if !slices.Equal(seqsOf(rows), []int64{3}) {
 		t.Fatalf("the woken follower read rows %v, want [3]", seqsOf(rows))
 	}

@@ -58,7 +58,9 @@ type Driver struct {
 	batchChannel string
 	// origin marks this driver's own batch notifications: their subscribers on this
 	// instance were woken at the commit, so the listener skips them when they come back.
-	origin string
+	// originJSON is it encoded, as each notification begins.
+	origin     string
+	originJSON []byte
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -87,6 +89,7 @@ func New(db *bun.DB, opts Options) (*Driver, error) {
 	}
 	d := &Driver{db: db, opts: opts, channel: opts.TablePrefix + "events", batchChannel: opts.TablePrefix + "events_batch",
 		origin: originMark + rand.Text()}
+	d.originJSON, _ = json.Marshal(d.origin) // a string always encodes
 	st, err := sqlstore.New(db, opts.TablePrefix, sqlstore.Dialect{
 		LockShare: " FOR SHARE", LockUpdate: " FOR UPDATE", Dollar: true, Caps: caps, AfterCommit: d.notify, NotifyBatch: d.notifyBatch,
 		GroupWrites: !opts.CommitEachWrite, MaxGroup: maxGroup, Lanes: writeLanes, MultiStatement: true,
@@ -120,10 +123,7 @@ func (d *Driver) notifyBatch(ctx context.Context, tx sqlstore.Execer, ids []stri
 	if d.opts.Listener == nil {
 		return nil
 	}
-	origin, err := json.Marshal(d.origin)
-	if err != nil {
-		return err
-	}
+	origin := d.originJSON
 	var payloads []string
 	b := append([]byte{'['}, origin...)
 	for _, id := range ids {
@@ -139,7 +139,7 @@ func (d *Driver) notifyBatch(ctx context.Context, tx sqlstore.Execer, ids []stri
 		b = append(b, q...)
 	}
 	payloads = append(payloads, string(append(b, ']')))
-	_, err = tx.ExecContext(ctx, `SELECT pg_notify(?, x) FROM unnest(CAST(? AS TEXT[])) AS x`, d.batchChannel, textArray(payloads))
+	_, err := tx.ExecContext(ctx, `SELECT pg_notify(?, x) FROM unnest(CAST(? AS TEXT[])) AS x`, d.batchChannel, textArray(payloads))
 	return err
 }
 
