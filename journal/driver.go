@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -448,6 +449,95 @@ type Driver interface {
 	// ThreadRuns returns up to limit runs of the thread with a position above after, in
 	// order; none for an unknown thread.
 	ThreadRuns(ctx context.Context, threadID string, after int64, limit int) ([]ThreadRun, error)
+}
+
+// Optional driver methods. A driver may implement these to do in one round trip what
+// the journal otherwise does with several calls of [Driver]'s methods; the journal uses
+// them when the driver has them (the SQL drivers do), and each must answer exactly as the
+// calls it replaces. On Postgres every statement outside a transaction is a transaction
+// of its own, so each read these save is a transaction the database no longer runs.
+
+// ClaimedRun is a run a claim took, with what its execution replays.
+type ClaimedRun struct {
+	Run   RunRecord
+	Steps []StepRecord
+	Parks []ParkRecord
+}
+
+// RunClaimLoader claims a run and reads what its execution replays in the same write.
+type RunClaimLoader interface {
+	// ClaimRunLoaded is [Driver.ClaimRun] followed, in the claim's own write, by
+	// [Driver.LoadSteps] and [Driver.ListParks] of the run: with any error nothing is
+	// stored, and the run's lease is as it was.
+	ClaimRunLoaded(ctx context.Context, id, owner string, now, expires time.Time) (ClaimedRun, error)
+}
+
+// RunSuspender parks a run and reads whether it is runnable in the same write.
+type RunSuspender interface {
+	// SuspendRun is [Driver.UpdateRun] with status parked, and reports whether, after
+	// it, none of the run's parks is still pending, read in the same write: a decision
+	// stored before the update took the run's row is counted, and one stored after it
+	// sees the run parked (see [Driver.Decide]), so no decision is left unanswered.
+	SuspendRun(ctx context.Context, f Fence, now time.Time) (runnable bool, err error)
+}
+
+// StreamEndReader reads a stream with its last stored row.
+type StreamEndReader interface {
+	// ReadStreamEnd is [Driver.GetStream] and the stream's last stored row (none when it
+	// has no rows) as one consistent read. ErrNotFound if the stream is missing.
+	ReadStreamEnd(ctx context.Context, id string) (Stream, []EventRow, error)
+}
+
+// claimRunLoaded claims a run for owner and loads its steps and parks: in one write when
+// d is a [RunClaimLoader], else with three calls, releasing the claim when a read fails.
+func claimRunLoaded(ctx context.Context, d Driver, id, owner string, now, expires time.Time) (ClaimedRun, error) {
+	if l, ok := d.(RunClaimLoader); ok {
+		return l.ClaimRunLoaded(ctx, id, owner, now, expires)
+	}
+	rec, err := d.ClaimRun(ctx, id, owner, now, expires)
+	if err != nil {
+		return ClaimedRun{}, err
+	}
+	c := ClaimedRun{Run: rec}
+	if c.Steps, err = d.LoadSteps(ctx, id); err == nil {
+		if c.Parks, err = d.ListParks(ctx, id); err == nil {
+			return c, nil
+		}
+	}
+	_ = d.ReleaseRun(context.WithoutCancel(ctx), Fence{RunID: rec.ID, Owner: owner, Epoch: rec.Epoch})
+	return ClaimedRun{}, err
+}
+
+// suspendRun parks a run and reports whether it is runnable: in one write when d is a
+// [RunSuspender], else with [Driver.UpdateRun] and [Driver.ListParks] (parks it could not
+// read count as pending: the recovery loop finds a runnable parked run).
+func suspendRun(ctx context.Context, d Driver, f Fence, now time.Time) (runnable bool, err error) {
+	if s, ok := d.(RunSuspender); ok {
+		return s.SuspendRun(ctx, f, now)
+	}
+	if err := d.UpdateRun(ctx, f, RunUpdate{Status: StatusParked}, now); err != nil {
+		return false, err
+	}
+	parks, err := d.ListParks(ctx, f.RunID)
+	return err == nil && !slices.ContainsFunc(parks, func(p ParkRecord) bool { return p.Decision == nil }), nil
+}
+
+// readStreamEnd reads a stream and its last stored row: in one statement when d is a
+// [StreamEndReader], else with up to three reads.
+func readStreamEnd(ctx context.Context, d Driver, id string) (Stream, []EventRow, error) {
+	if r, ok := d.(StreamEndReader); ok {
+		return r.ReadStreamEnd(ctx, id)
+	}
+	s, err := d.GetStream(ctx, id)
+	if err != nil {
+		return Stream{}, nil, err
+	}
+	last, err := d.LastSeq(ctx, id)
+	if err != nil || last == 0 {
+		return s, nil, err
+	}
+	rows, err := d.ReadEvents(ctx, id, last-1, 1)
+	return s, rows, err
 }
 
 // AppendEach implements [Driver.AppendBatch] for d with one [Driver.AppendEvents] (or,

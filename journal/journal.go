@@ -281,22 +281,13 @@ func (j *Journal) Claim(ctx context.Context, runID string) (*Run, error) {
 	}
 	defer j.endClaim(runID)
 	now := j.now()
-	rec, err := j.d.ClaimRun(ctx, runID, j.opts.Owner, now, now.Add(j.opts.LeaseTTL))
+	c, err := claimRunLoaded(ctx, j.d, runID, j.opts.Owner, now, now.Add(j.opts.LeaseTTL))
 	if err != nil {
 		return nil, err
 	}
-	f := Fence{RunID: rec.ID, Owner: j.opts.Owner, Epoch: rec.Epoch}
-	steps, err := j.d.LoadSteps(ctx, runID)
-	if err == nil {
-		var parks []ParkRecord
-		if parks, err = j.d.ListParks(ctx, runID); err == nil {
-			r := newRun(j, rec, steps, parks)
-			j.hold(r)
-			return r, nil
-		}
-	}
-	_ = j.d.ReleaseRun(context.WithoutCancel(ctx), f)
-	return nil, err
+	r := newRun(j, c.Run, c.Steps, c.Parks)
+	j.hold(r)
+	return r, nil
 }
 
 // Decide stores the one decision of a park. Errors: [ErrNotFound] (unknown run or park),

@@ -137,16 +137,9 @@ func (j *Journal) NewLogWriter(ctx context.Context, streamID string, run *Run, o
 	// A run resuming while the database is away waits for it, as its writes do, rather
 	// than failing the run on a read.
 	var s Stream
-	var last int64
 	var tail []EventRow
 	err := j.persist(ctx, "open the log of stream "+streamID, func() (err error) {
-		if s, err = j.d.GetStream(ctx, streamID); err != nil {
-			return err
-		}
-		if last, err = j.d.LastSeq(ctx, streamID); err != nil || last == 0 {
-			return err
-		}
-		tail, err = j.d.ReadEvents(ctx, streamID, last-1, 1)
+		s, tail, err = readStreamEnd(ctx, j.d, streamID)
 		return err
 	}, nil)
 	if err != nil {
@@ -154,6 +147,10 @@ func (j *Journal) NewLogWriter(ctx context.Context, streamID string, run *Run, o
 	}
 	if err := writerMayOpen(s, run); err != nil {
 		return nil, err
+	}
+	var last int64
+	if len(tail) == 1 {
+		last = tail[0].Seq
 	}
 	w, err := j.openLogWriter(ctx, s, run, last, false, opts)
 	if err == nil && len(tail) == 1 {

@@ -145,6 +145,14 @@ func (o offloaded) ClaimRun(ctx context.Context, id, owner string, now, expires 
 	return off(func() (RunRecord, error) { return o.d.ClaimRun(ctx, id, owner, now, expires) })
 }
 
+func (o offloaded) ClaimRunLoaded(ctx context.Context, id, owner string, now, expires time.Time) (ClaimedRun, error) {
+	return off(func() (ClaimedRun, error) { return claimRunLoaded(ctx, o.d, id, owner, now, expires) })
+}
+
+func (o offloaded) SuspendRun(ctx context.Context, f Fence, now time.Time) (bool, error) {
+	return off(func() (bool, error) { return suspendRun(ctx, o.d, f, now) })
+}
+
 func (o offloaded) RenewLease(ctx context.Context, f Fence, expires time.Time) error {
 	return off0(func() error { return o.d.RenewLease(ctx, f, expires) })
 }
@@ -231,6 +239,18 @@ func (o offloaded) ReadStream(ctx context.Context, id string, after int64, limit
 	}
 	r, err := off(func() (read, error) {
 		st, rows, err := o.d.ReadStream(ctx, id, after, limit)
+		return read{st, rows}, err
+	})
+	return r.st, r.rows, err
+}
+
+func (o offloaded) ReadStreamEnd(ctx context.Context, id string) (Stream, []EventRow, error) {
+	type read struct {
+		st   Stream
+		rows []EventRow
+	}
+	r, err := off(func() (read, error) {
+		st, rows, err := readStreamEnd(ctx, o.d, id)
 		return read{st, rows}, err
 	})
 	return r.st, r.rows, err

@@ -354,19 +354,25 @@ func (r *Run) parkOn(ctx context.Context, rec ParkRecord) (*Decision, error) {
 // Suspend marks the run parked and releases the lease; the handler must return right
 // after. If every park was already decided meanwhile, the run is resumed at once.
 func (r *Run) Suspend(ctx context.Context) error {
-	if err := r.finish(ctx, RunUpdate{Status: StatusParked}); err != nil {
+	var runnable, answered bool // every park decided, as the suspending write saw
+	err := r.finishWith(ctx, RunUpdate{Status: StatusParked}, func(ctx context.Context, f Fence, _ RunUpdate, now time.Time) (err error) {
+		runnable, err = suspendRun(ctx, r.j.d, f, now)
+		answered = err == nil
+		return err
+	})
+	if err != nil {
 		return err
 	}
-	parks, err := r.j.d.ListParks(ctx, r.ID)
-	if err != nil {
-		return nil // the recovery loop will notice a runnable run
-	}
-	for _, p := range parks {
-		if p.Decision == nil {
-			return nil
+	if !answered { // the write was stored, but its answer was lost
+		parks, err := r.j.d.ListParks(ctx, r.ID)
+		if err != nil {
+			return nil // the recovery loop will notice a runnable run
 		}
+		runnable = !slices.ContainsFunc(parks, func(p ParkRecord) bool { return p.Decision == nil })
 	}
-	r.j.tryResume(ctx, r.ID)
+	if runnable {
+		r.j.tryResume(ctx, r.ID)
+	}
 	return nil
 }
 
@@ -414,6 +420,11 @@ func (r *Run) Release(ctx context.Context) error {
 
 // finish performs a fenced status write that ends this execution's lease.
 func (r *Run) finish(ctx context.Context, u RunUpdate) error {
+	return r.finishWith(ctx, u, r.j.d.UpdateRun)
+}
+
+// finishWith is finish with write storing u.
+func (r *Run) finishWith(ctx context.Context, u RunUpdate, write func(ctx context.Context, f Fence, u RunUpdate, now time.Time) error) error {
 	r.mu.Lock()
 	if r.done {
 		r.mu.Unlock()
@@ -422,7 +433,7 @@ func (r *Run) finish(ctx context.Context, u RunUpdate) error {
 	f := r.fence
 	r.mu.Unlock()
 	wctx, now := context.WithoutCancel(ctx), r.j.now()
-	err := r.j.persist(wctx, "end run as "+string(u.Status), func() error { return r.j.d.UpdateRun(wctx, f, u, now) },
+	err := r.j.persist(wctx, "end run as "+string(u.Status), func() error { return write(wctx, f, u, now) },
 		func(err error) bool {
 			// The lease is gone: after a lost acknowledgement, because the update did it.
 			got, gerr := r.j.d.GetRun(wctx, r.ID)

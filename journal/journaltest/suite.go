@@ -57,7 +57,7 @@ func Run(t *testing.T, newDriver func(t *testing.T) journal.Driver) {
 	var all []testCase
 	for _, group := range [][]testCase{runCases(), stepCases(), parkCases(), leaseCases(), eventCases(),
 		logWriterCases(), tailCases(), retentionCases(), wakeupCases(), lifecycleCases(), faultCases(),
-		reservationCases(), modelCases(), topicCases(), batchCases(), queryCases(), stopCases()} {
+		reservationCases(), modelCases(), topicCases(), batchCases(), queryCases(), stopCases(), optionalCases()} {
 		all = append(all, group...)
 	}
 	for _, c := range all {

@@ -335,10 +335,22 @@ func (s *Store) ReadEvents(ctx context.Context, streamID string, after int64, li
 // events are the rows with NULL stream columns: each value crosses the wire once. A
 // missing stream gives no stream row, whatever its rows.
 func (s *Store) ReadStream(ctx context.Context, id string, after int64, limit int) (journal.Stream, []journal.EventRow, error) {
+	return s.readStream(ctx, `stream_id = ? AND seq > ? ORDER BY seq LIMIT ?`, id, id, after, limit)
+}
+
+// ReadStreamEnd implements journal.StreamEndReader: the stream and its last stored row
+// in one statement, as ReadStream reads a stream and its rows.
+func (s *Store) ReadStreamEnd(ctx context.Context, id string) (journal.Stream, []journal.EventRow, error) {
+	return s.readStream(ctx, `stream_id = ? ORDER BY seq DESC LIMIT 1`, id, id)
+}
+
+// readStream reads a stream and the rows rowsWhere selects of it, in one statement;
+// args are the stream's id, then rowsWhere's.
+func (s *Store) readStream(ctx context.Context, rowsWhere string, args ...any) (journal.Stream, []journal.EventRow, error) {
 	rows, err := s.query(ctx, `SELECT `+streamCols+`, CAST(NULL AS BIGINT), CAST(NULL AS TEXT) FROM `+s.streams+` WHERE id = ?
 		UNION ALL SELECT * FROM (SELECT CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT),
-			CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), seq, event FROM `+s.events+` WHERE stream_id = ? AND seq > ? ORDER BY seq LIMIT ?) e`,
-		id, id, after, limit)
+			CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), seq, event FROM `+s.events+` WHERE `+rowsWhere+`) e`,
+		args...)
 	if err != nil {
 		return journal.Stream{}, nil, err
 	}

@@ -94,7 +94,7 @@ func (s *Store) PendingParks(ctx context.Context, q journal.ParkQuery) ([]journa
 		return nil, nil
 	}
 	stmt, args := s.parksQuery(q)
-	return s.queryParks(ctx, stmt, args...)
+	return s.queryParks(ctx, s.query, stmt, args...)
 }
 
 // parksQuery is the statement of PendingParks and its arguments.

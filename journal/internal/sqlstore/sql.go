@@ -86,6 +86,10 @@ func (s *Store) ExecContext(ctx context.Context, q string, args ...any) (sql.Res
 	return s.exec(ctx, q, args...)
 }
 
+// reader runs a query on the store (Store.query) or in a transaction (txq.QueryContext),
+// for reads that run in either.
+type reader func(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+
 func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	if st := s.prepared(ctx, q); st != nil {
 		return st.QueryContext(ctx, args...)

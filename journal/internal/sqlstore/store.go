@@ -250,38 +250,56 @@ func (s *Store) GetRun(ctx context.Context, id string) (journal.RunRecord, error
 
 // ClaimRun implements journal.Driver with one conditional UPDATE ... RETURNING.
 func (s *Store) ClaimRun(ctx context.Context, id, owner string, now, expires time.Time) (journal.RunRecord, error) {
+	c, err := s.claim(ctx, id, owner, now, expires, false)
+	return c.Run, err
+}
+
+// ClaimRunLoaded implements journal.RunClaimLoader: the run's steps and parks are read
+// in the claim's transaction, after it, so a claim is one transaction, not three.
+func (s *Store) ClaimRunLoaded(ctx context.Context, id, owner string, now, expires time.Time) (journal.ClaimedRun, error) {
+	return s.claim(ctx, id, owner, now, expires, true)
+}
+
+// claim is ClaimRun, and with load ClaimRunLoaded.
+func (s *Store) claim(ctx context.Context, id, owner string, now, expires time.Time, load bool) (journal.ClaimedRun, error) {
 	for range 3 {
 		const claim = `UPDATE %s SET lease_owner = ?, lease_expires = ?, epoch = epoch + 1,
 			status = 'running', updated_at = ? WHERE id = ? AND status IN ('running', 'parked')
 			AND (lease_owner = '' OR lease_owner = ? OR lease_expires <= ?) RETURNING %s`
 		q, args := fmt.Sprintf(claim, s.runs, runCols), []any{owner, ns(expires), ns(now), id, owner, ns(now)}
-		var r journal.RunRecord
+		var c journal.ClaimedRun
 		var err error
-		if s.wq != nil {
-			err = s.wq.do(ctx, func(ctx context.Context, tx *txq) error {
+		if s.wq != nil || load {
+			err = s.tx(ctx, func(ctx context.Context, tx *txq) error {
 				var werr error
-				r, werr = scanRun(tx.QueryRowContext(ctx, q, args...))
+				if c.Run, werr = scanRun(tx.QueryRowContext(ctx, q, args...)); werr != nil || !load {
+					return werr
+				}
+				if c.Steps, werr = s.loadSteps(ctx, tx.QueryContext, id); werr != nil {
+					return werr
+				}
+				c.Parks, werr = s.listParks(ctx, tx.QueryContext, id)
 				return werr
 			})
 		} else {
-			r, err = scanRun(s.queryRow(ctx, q, args...))
+			c.Run, err = scanRun(s.queryRow(ctx, q, args...))
 		}
 		if !errors.Is(err, journal.ErrNotFound) {
-			return r, err
+			return c, err
 		}
 		cur, err := s.GetRun(ctx, id)
 		if err != nil {
-			return cur, err
+			return journal.ClaimedRun{Run: cur}, err
 		}
 		if cur.Status.Final() {
-			return journal.RunRecord{}, journal.ErrRunFinished
+			return journal.ClaimedRun{}, journal.ErrRunFinished
 		}
 		if cur.LeaseOwner != "" && cur.LeaseOwner != owner && cur.LeaseExpires.After(now) {
-			return journal.RunRecord{}, journal.BusyError(id, cur.LeaseOwner, cur.LeaseExpires, now)
+			return journal.ClaimedRun{}, journal.BusyError(id, cur.LeaseOwner, cur.LeaseExpires, now)
 		}
 		// The lease changed between the two statements; try again.
 	}
-	return journal.RunRecord{}, journal.BusyError(id, "", now, now)
+	return journal.ClaimedRun{}, journal.BusyError(id, "", now, now)
 }
 
 // fencedExec runs a conditional UPDATE on the run row; no row means the lease is lost.
@@ -320,13 +338,35 @@ func (s *Store) ReleaseRun(ctx context.Context, f journal.Fence) error {
 
 // UpdateRun implements journal.Driver.
 func (s *Store) UpdateRun(ctx context.Context, f journal.Fence, u journal.RunUpdate, now time.Time) error {
-	return s.fencedExec(ctx, s, f, `status = ?, output = ?, error = ?, lease_owner = '', updated_at = ?`,
+	return s.updateRun(ctx, s, f, u, now)
+}
+
+func (s *Store) updateRun(ctx context.Context, db execer, f journal.Fence, u journal.RunUpdate, now time.Time) error {
+	return s.fencedExec(ctx, db, f, `status = ?, output = ?, error = ?, lease_owner = '', updated_at = ?`,
 		string(u.Status), js(u.Output), u.Error, ns(now))
+}
+
+// SuspendRun implements journal.RunSuspender: the parks are counted in the update's
+// transaction, after it took the run's row, where a decision stored before it is seen
+// (each statement reads what was committed when it began).
+func (s *Store) SuspendRun(ctx context.Context, f journal.Fence, now time.Time) (bool, error) {
+	var pending int
+	err := s.tx(ctx, func(ctx context.Context, tx *txq) error {
+		if err := s.updateRun(ctx, tx, f, journal.RunUpdate{Status: journal.StatusParked}, now); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+s.parks+` WHERE run_id = ? AND decision_kind = ''`, f.RunID).Scan(&pending)
+	})
+	return err == nil && pending == 0, err
 }
 
 // LoadSteps implements journal.Driver.
 func (s *Store) LoadSteps(ctx context.Context, runID string) ([]journal.StepRecord, error) {
-	rows, err := s.query(ctx, `SELECT position, name, result, error, created_at FROM `+s.steps+` WHERE run_id = ? ORDER BY position`, runID)
+	return s.loadSteps(ctx, s.query, runID)
+}
+
+func (s *Store) loadSteps(ctx context.Context, query reader, runID string) ([]journal.StepRecord, error) {
+	rows, err := query(ctx, `SELECT position, name, result, error, created_at FROM `+s.steps+` WHERE run_id = ? ORDER BY position`, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -427,11 +467,15 @@ func (s *Store) InsertPark(ctx context.Context, f journal.Fence, p journal.ParkR
 
 // ListParks implements journal.Driver.
 func (s *Store) ListParks(ctx context.Context, runID string) ([]journal.ParkRecord, error) {
-	return s.queryParks(ctx, `SELECT `+parkCols+` FROM `+s.parks+` WHERE run_id = ? ORDER BY park_key`, runID)
+	return s.listParks(ctx, s.query, runID)
 }
 
-func (s *Store) queryParks(ctx context.Context, q string, args ...any) ([]journal.ParkRecord, error) {
-	rows, err := s.query(ctx, q, args...)
+func (s *Store) listParks(ctx context.Context, query reader, runID string) ([]journal.ParkRecord, error) {
+	return s.queryParks(ctx, query, `SELECT `+parkCols+` FROM `+s.parks+` WHERE run_id = ? ORDER BY park_key`, runID)
+}
+
+func (s *Store) queryParks(ctx context.Context, query reader, q string, args ...any) ([]journal.ParkRecord, error) {
+	rows, err := query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -499,7 +543,7 @@ func (s *Store) Decide(ctx context.Context, runID, key, owner string, d journal.
 
 // ExpiredParks implements journal.Driver.
 func (s *Store) ExpiredParks(ctx context.Context, now time.Time, limit int) ([]journal.ParkRecord, error) {
-	return s.queryParks(ctx, `SELECT `+parkCols+` FROM `+s.parks+` WHERE decision_kind = '' AND deadline <= ? ORDER BY deadline LIMIT ?`, ns(now), limit)
+	return s.queryParks(ctx, s.query, `SELECT `+parkCols+` FROM `+s.parks+` WHERE decision_kind = '' AND deadline <= ? ORDER BY deadline LIMIT ?`, ns(now), limit)
 }
 
 // RecoverableRuns implements journal.Driver.

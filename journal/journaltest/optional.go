@@ -1,0 +1,155 @@
+package journaltest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/bbc28f59/engine/journal"
+)
+
+// The optional driver methods ([journal.RunClaimLoader], [journal.RunSuspender],
+// [journal.StreamEndReader]) must answer as the calls they replace; a driver without one
+// skips its case, and the journal makes those calls instead.
+func optionalCases() []testCase {
+	return []testCase{
+		{"Optional/ClaimRunLoadedReadsWhatTheClaimTook", optionalClaimRunLoadedReadsWhatTheClaimTook},
+		{"Optional/SuspendRunCountsPendingParks", optionalSuspendRunCountsPendingParks},
+		{"Optional/ReadStreamEndReadsTheLastRow", optionalReadStreamEndReadsTheLastRow},
+	}
+}
+
+// optionalClaimRunLoadedReadsWhatTheClaimTook is the case
+// "Optional/ClaimRunLoadedReadsWhatTheClaimTook": a claim returns the run as ClaimRun
+// does, with the steps and parks LoadSteps and ListParks read; a claim refused stores
+// nothing.
+func optionalClaimRunLoadedReadsWhatTheClaimTook(t *testing.T, e *env) {
+	l, ok := e.d.(journal.RunClaimLoader)
+	if !ok {
+		t.Skipf("%T is no journal.RunClaimLoader: the journal claims with ClaimRun, LoadSteps and ListParks", e.d)
+	}
+	j := e.journal("a")
+	r := e.begin(j)
+	for _, name := range []string{"one", "two"} {
+		_, err := r.Step(e.ctx, name, func(context.Context) (json.RawMessage, error) { return json.RawMessage(`"` + name + `"`), nil })
+		must(t, "Step", err)
+	}
+	for _, k := range []string{"k1", "k2"} {
+		_, err := r.Park(e.ctx, k, time.Time{}, json.RawMessage(`{"tool":"send"}`))
+		must(t, "Park", err)
+	}
+	must(t, "Suspend", r.Suspend(e.ctx))
+	must(t, "Decide", j.Decide(e.ctx, r.ID, "k1", journal.Decision{Kind: journal.DecisionApprove}))
+
+	// Held by another owner: busy, and the lease stays as it was.
+	now := e.clock.Now()
+	held, err := e.d.ClaimRun(e.ctx, r.ID, "b", now, now.Add(leaseTTL))
+	must(t, "ClaimRun", err)
+	var busy *journal.LeaseBusyError
+	if _, err := l.ClaimRunLoaded(e.ctx, r.ID, "c", now, now.Add(leaseTTL)); !errors.As(err, &busy) || busy.Owner != "b" {
+		t.Fatalf("ClaimRunLoaded of a held run err = %v, want LeaseBusyError of b", err)
+	}
+	if rec := e.run(r.ID); rec.LeaseOwner != "b" || rec.Epoch != held.Epoch {
+		t.Fatalf("after a refused claim: owner %q epoch %d, want b %d", rec.LeaseOwner, rec.Epoch, held.Epoch)
+	}
+	must(t, "ReleaseRun", e.d.ReleaseRun(e.ctx, journal.Fence{RunID: r.ID, Owner: "b", Epoch: held.Epoch}))
+
+	c, err := l.ClaimRunLoaded(e.ctx, r.ID, "c", now, now.Add(leaseTTL))
+	must(t, "ClaimRunLoaded", err)
+	if c.Run.LeaseOwner != "c" || c.Run.Epoch != held.Epoch+1 || c.Run.Status != journal.StatusRunning || !reflect.DeepEqual(c.Run, e.run(r.ID)) {
+		t.Fatalf("claimed run %+v, stored %+v", c.Run, e.run(r.ID))
+	}
+	steps, err := e.d.LoadSteps(e.ctx, r.ID)
+	must(t, "LoadSteps", err)
+	parks, err := e.d.ListParks(e.ctx, r.ID)
+	must(t, "ListParks", err)
+	if len(c.Steps) != 2 || !reflect.DeepEqual(c.Steps, steps) {
+		t.Fatalf("claimed steps %+v, LoadSteps %+v", c.Steps, steps)
+	}
+	if len(c.Parks) != 2 || !reflect.DeepEqual(c.Parks, parks) || c.Parks[0].Decision == nil || c.Parks[1].Decision != nil {
+		t.Fatalf("claimed parks %+v, ListParks %+v", c.Parks, parks)
+	}
+
+	if _, err := l.ClaimRunLoaded(e.ctx, "nope", "c", now, now.Add(leaseTTL)); !errors.Is(err, journal.ErrNotFound) {
+		t.Fatalf("ClaimRunLoaded of an unknown run err = %v", err)
+	}
+	must(t, "UpdateRun", e.d.UpdateRun(e.ctx, journal.Fence{RunID: r.ID, Owner: "c", Epoch: c.Run.Epoch},
+		journal.RunUpdate{Status: journal.StatusCompleted}, now))
+	if _, err := l.ClaimRunLoaded(e.ctx, r.ID, "c", now, now.Add(leaseTTL)); !errors.Is(err, journal.ErrRunFinished) {
+		t.Fatalf("ClaimRunLoaded of a completed run err = %v", err)
+	}
+}
+
+// optionalSuspendRunCountsPendingParks is the case
+// "Optional/SuspendRunCountsPendingParks": the run is parked and its lease released as
+// UpdateRun does, runnable only once no park is pending; a stale fence stores nothing.
+func optionalSuspendRunCountsPendingParks(t *testing.T, e *env) {
+	s, ok := e.d.(journal.RunSuspender)
+	if !ok {
+		t.Skipf("%T is no journal.RunSuspender: the journal suspends with UpdateRun and ListParks", e.d)
+	}
+	j := e.journal("a")
+	r := e.begin(j)
+	for _, k := range []string{"k1", "k2"} {
+		_, err := r.Park(e.ctx, k, time.Time{}, nil)
+		must(t, "Park", err)
+	}
+	f := r.Fence()
+	// A decision stored while the run runs does not make it runnable; the suspend must
+	// see it.
+	must(t, "Decide", j.Decide(e.ctx, r.ID, "k1", journal.Decision{Kind: journal.DecisionApprove}))
+	now := e.clock.Now()
+	if _, err := s.SuspendRun(e.ctx, journal.Fence{RunID: r.ID, Owner: "a", Epoch: f.Epoch + 1}, now); !errors.Is(err, journal.ErrLeaseLost) {
+		t.Fatalf("SuspendRun with a stale fence err = %v", err)
+	}
+	runnable, err := s.SuspendRun(e.ctx, f, now)
+	must(t, "SuspendRun", err)
+	if rec := e.run(r.ID); runnable || rec.Status != journal.StatusParked || rec.LeaseOwner != "" {
+		t.Fatalf("one park pending: runnable %v, stored %+v", runnable, rec)
+	}
+
+	// Claimed again with the other park decided too: runnable.
+	c, err := e.d.ClaimRun(e.ctx, r.ID, "a", now, now.Add(leaseTTL))
+	must(t, "ClaimRun", err)
+	f2 := journal.Fence{RunID: r.ID, Owner: "a", Epoch: c.Epoch}
+	if _, err := e.d.Decide(e.ctx, r.ID, "k2", "a", journal.Decision{Kind: journal.DecisionDeny, DecidedAt: now}, now); err != nil {
+		t.Fatalf("Decide k2: %v", err)
+	}
+	runnable, err = s.SuspendRun(e.ctx, f2, now)
+	must(t, "SuspendRun", err)
+	if !runnable || e.run(r.ID).Status != journal.StatusParked {
+		t.Fatalf("every park decided: runnable %v, stored %+v", runnable, e.run(r.ID))
+	}
+}
+
+// optionalReadStreamEndReadsTheLastRow is the case "Optional/ReadStreamEndReadsTheLastRow":
+// the stream as GetStream reads it and its last stored row, none for an empty stream.
+func optionalReadStreamEndReadsTheLastRow(t *testing.T, e *env) {
+	r, ok := e.d.(journal.StreamEndReader)
+	if !ok {
+		t.Skipf("%T is no journal.StreamEndReader: the journal reads GetStream, LastSeq and ReadEvents", e.d)
+	}
+	j := e.journal("a")
+	if _, _, err := r.ReadStreamEnd(e.ctx, "nope"); !errors.Is(err, journal.ErrNotFound) {
+		t.Fatalf("ReadStreamEnd of an unknown stream err = %v", err)
+	}
+	e.stream(j, "s1", "")
+	st, got, err := r.ReadStreamEnd(e.ctx, "s1")
+	must(t, "ReadStreamEnd", err)
+	want, _ := e.d.GetStream(e.ctx, "s1")
+	if len(got) != 0 || !reflect.DeepEqual(st, want) {
+		t.Fatalf("empty stream: %+v, rows %+v; GetStream %+v", st, got, want)
+	}
+	must(t, "Append", j.AppendEvents(e.ctx, "s1", nil, rows(1, 2, 3)...))
+	e.clock.Advance(time.Minute)
+	must(t, "FinishStream", j.FinishStream(e.ctx, "s1"))
+	st, got, err = r.ReadStreamEnd(e.ctx, "s1")
+	must(t, "ReadStreamEnd", err)
+	want, _ = e.d.GetStream(e.ctx, "s1")
+	if len(got) != 1 || got[0].Seq != 3 || !jsonEq(got[0].Event, rows(3)[0].Event) || !reflect.DeepEqual(st, want) || st.FinishedAt == nil {
+		t.Fatalf("stream of three rows: %+v, rows %+v; GetStream %+v", st, got, want)
+	}
+}
