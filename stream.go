@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"net/http"
 	"reflect"
 	"sync"
 
 	"github.com/bbc28f59/engine/httpx"
+	"github.com/bbc28f59/engine/internal/offstack"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -160,22 +160,18 @@ func (s *eventStream) open(hold bool) *httpx.SSEWriter {
 	return s.sse
 }
 
-// openSSE opens an SSE writer on w, sending the status and headers, on a coroutine of
-// its own (iter.Pull), and returns it. net/http writes the headers under a frame of
+// openSSE opens an SSE writer on w, sending the status and headers off the caller's
+// stack ([offstack.Run]), and returns it. net/http writes the headers under a frame of
 // nearly 3 KiB, and a stream is opened deep in its handler, under the engine's, the
 // interceptors' and the journal's frames: sent from there, the headers would double the
 // stack the handler's goroutine keeps for as long as the stream is open (the runtime
-// shrinks an idle goroutine's stack only when a quarter of it holds what is in use). A
-// coroutine starts on a fresh stack and takes over without the scheduler: a goroutine
-// and a channel cost a durable agent run a seventh of its CPU in the memory journal,
-// waking an idle processor each time (BenchmarkAgentHandler). A panic there is raised
-// again in the caller, where net/http recovers it.
-func openSSE(w http.ResponseWriter) *httpx.SSEWriter {
-	next, stop := iter.Pull(func(yield func(*httpx.SSEWriter) bool) {
-		yield(httpx.NewSSEWriter(w, httpx.SSEOptions{}))
-	})
-	defer stop()
-	sse, _ := next()
+// shrinks an idle goroutine's stack only when a quarter of it holds what is in use). On
+// a new coroutine for each stream, the same frame grew the coroutine's fresh stack every
+// time, which cost a streamed run over loopback a few microseconds (BenchmarkAgentStream);
+// offstack keeps goroutines whose stacks have grown, and takes one over without the
+// scheduler. A panic there is raised again in the caller, where net/http recovers it.
+func openSSE(w http.ResponseWriter) (sse *httpx.SSEWriter) {
+	offstack.Run(func() { sse = httpx.NewSSEWriter(w, httpx.SSEOptions{}) })
 	return sse
 }
 

@@ -4,113 +4,25 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"iter"
-	"slices"
-	"sync"
 	"time"
+
+	"github.com/bbc28f59/engine/internal/offstack"
 )
 
 // offloaded runs every call of a driver with CapBlockingIO off the caller's goroutine
 // and waits for it. database/sql and the SQL drivers under it grow a goroutine's stack to
 // tens of KiB, and Go never shrinks a stack below what it needs while idle by much: an
 // agent stream that idles between tokens for minutes would keep that stack after one
-// journal write. The calls run on a few worker goroutines instead, whose stacks have
-// already grown; a fresh goroutine for every call spent 8 % of an unpaced SQLite run's
-// CPU growing its stack.
-//
-// A worker is a coroutine (iter.Pull): a call switches to it and back without the
-// scheduler. Handing calls to worker goroutines over channels woke an idle processor
-// twice a call, which made a durable flow's three writes on SQLite cost a fifth more
-// than the same writes by hand (BenchmarkDurableStep).
+// journal write. The calls run on the few goroutines of [offstack.Run] instead, whose
+// stacks have already grown; a fresh goroutine for every call spent 8 % of an unpaced
+// SQLite run's CPU growing its stack, and handing calls to goroutines over channels made
+// a durable flow's three writes on SQLite cost a fifth more than the same writes by hand
+// (BenchmarkDurableStep).
 type offloaded struct{ d Driver }
 
-// The workers: at most maxWorkers wait for calls, and those idle for workerIdle end, so
-// an idle process keeps none. A call that finds no worker waiting starts one: calls
-// never queue behind each other here.
-const (
-	maxWorkers = 16
-	workerIdle = 30 * time.Second
-)
-
-// worker runs calls on a goroutine of its own, one at a time, driven as a coroutine.
-type worker struct {
-	call func()
-	next func() (struct{}, bool)
-	stop func()
-	used time.Time // when its last call ended
-}
-
-func newWorker() *worker {
-	w := &worker{}
-	w.next, w.stop = iter.Pull(func(yield func(struct{}) bool) {
-		for {
-			w.call()
-			w.call = nil
-			if !yield(struct{}{}) {
-				return
-			}
-		}
-	})
-	return w
-}
-
-var workers struct {
-	mu    sync.Mutex
-	idle  []*worker // the most recently used last
-	sweep *time.Timer
-}
-
-// goOff runs call on a worker and returns when it has. call must not panic.
-func goOff(call func()) {
-	workers.mu.Lock()
-	var w *worker
-	if n := len(workers.idle); n > 0 {
-		w = workers.idle[n-1]
-		workers.idle = workers.idle[:n-1]
-	}
-	workers.mu.Unlock()
-	if w == nil {
-		w = newWorker()
-	}
-	w.call = call
-	w.next()
-	w.used = time.Now()
-	workers.mu.Lock()
-	if len(workers.idle) == maxWorkers {
-		workers.mu.Unlock()
-		w.stop()
-		return
-	}
-	workers.idle = append(workers.idle, w)
-	if workers.sweep == nil {
-		workers.sweep = time.AfterFunc(workerIdle, sweepWorkers)
-	}
-	workers.mu.Unlock()
-}
-
-// sweepWorkers ends the workers idle for workerIdle, and comes back while any is left.
-func sweepWorkers() {
-	workers.mu.Lock()
-	now := time.Now()
-	k := 0
-	for k < len(workers.idle) && now.Sub(workers.idle[k].used) >= workerIdle {
-		k++
-	}
-	old := slices.Clone(workers.idle[:k])
-	workers.idle = slices.Delete(workers.idle, 0, k)
-	workers.sweep = nil
-	if len(workers.idle) > 0 {
-		workers.sweep = time.AfterFunc(workerIdle-now.Sub(workers.idle[0].used), sweepWorkers)
-	}
-	workers.mu.Unlock()
-	for _, w := range old {
-		w.stop()
-	}
-}
-
-// off runs fn on a worker and returns its results; a panic becomes an error.
+// off runs fn off the caller's stack and returns its results; a panic becomes an error.
 func off[T any](fn func() (T, error)) (v T, err error) {
-	goOff(func() {
+	offstack.Run(func() {
 		defer func() {
 			if p := recover(); p != nil {
 				var zero T
