@@ -455,7 +455,10 @@ type Driver interface {
 // the journal otherwise does with several calls of [Driver]'s methods; the journal uses
 // them when the driver has them (the SQL drivers do), and each must answer exactly as the
 // calls it replaces. On Postgres every statement outside a transaction is a transaction
-// of its own, so each read these save is a transaction the database no longer runs.
+// of its own, so each read these save is a transaction the database no longer runs. A
+// driver that wraps another and must see every call (to trace or count them) embeds the
+// [Driver] interface, which hides these methods, or implements them itself: a wrapper
+// that embeds a driver's struct would let them bypass it.
 
 // ClaimedRun is a run a claim took, with what its execution replays.
 type ClaimedRun struct {
