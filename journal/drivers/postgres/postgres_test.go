@@ -38,9 +38,15 @@ func uniquePrefix() string {
 // LISTEN connector on the test database.
 func newDriver(tb testing.TB, db *bun.DB, prefix string) *postgres.Driver {
 	tb.Helper()
+	return newDriverWith(tb, db, postgres.Options{TablePrefix: prefix})
+}
+
+// newDriverWith is newDriver with opts (its TablePrefix set).
+func newDriverWith(tb testing.TB, db *bun.DB, opts postgres.Options) *postgres.Driver {
+	tb.Helper()
 	url := dsn(tb)
-	d, err := postgres.New(db, postgres.Options{TablePrefix: prefix,
-		Listener: func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, url) }})
+	opts.Listener = func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, url) }
+	d, err := postgres.New(db, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -60,6 +66,17 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
 	journaltest.Run(t, func(t *testing.T) journal.Driver { return newDriver(t, db, uniquePrefix()) })
+}
+
+// TestConformanceCommitEachWrite holds the driver to the suite with every write in a
+// transaction of its own, where the writes and the reads that join them (a claim's
+// steps and parks, a suspend's count) take their own transactions.
+func TestConformanceCommitEachWrite(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	journaltest.Run(t, func(t *testing.T) journal.Driver {
+		return newDriverWith(t, db, postgres.Options{TablePrefix: uniquePrefix(), CommitEachWrite: true})
+	})
 }
 
 func TestCapabilities(t *testing.T) {
