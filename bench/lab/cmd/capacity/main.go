@@ -74,7 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.Ramp.Refine, "refine", 2, "bisections between the last level that held and the first that did not")
 	fs.DurationVar(&o.Ramp.Warmup, "warmup", 3*time.Second, "time a level runs before it is measured")
 	fs.DurationVar(&o.Ramp.Window, "window", 6*time.Second, "time a level is measured")
-	fs.DurationVar(&o.Ramp.Budget, "budget", 100*time.Second, "no level starts after this much of a target's ramp")
+	fs.DurationVar(&o.Ramp.Budget, "budget", 200*time.Second, "no level starts after this much of a target's ramp")
 	fs.IntVar(&o.Idle, "idle", 2000, "idle streams opened per target (negative: skip)")
 	fs.IntVar(&o.PostgresPool, "pg-pool", 0, "most connections of each Postgres target's pool (0: pgxpool's default, max(4, CPUs))")
 	fs.StringVar(&o.PostgresDSN, "dsn", os.Getenv("ENGINE_TEST_POSTGRES_DSN"), "Postgres server of the postgres targets (each gets a database of its own)")
