@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -96,6 +97,8 @@ type FlowDef struct {
 	evType       reflect.Type
 	evSchema     *jsonschema.Schema
 	resultSchema *jsonschema.Schema
+
+	inSchemaJSON func() (json.RawMessage, error) // the input schema encoded, once
 }
 
 // Unit returns the name of the flow's unit.
@@ -170,6 +173,17 @@ func (f *FlowDef) OutputType() reflect.Type { return f.outType }
 // InputSchema returns the JSON Schema inferred from the input type (with any
 // [InputSchema] adjustments). Do not modify it.
 func (f *FlowDef) InputSchema() *jsonschema.Schema { return f.inSchema }
+
+// InputSchemaJSON returns [FlowDef.InputSchema] encoded as JSON ("null" for a flow
+// without one). It is encoded once, on the first call, and the same bytes are returned
+// after: do not modify them. Encoding a schema walks it by reflection, which an agent
+// offering the flow as a tool would otherwise pay on every run.
+func (f *FlowDef) InputSchemaJSON() (json.RawMessage, error) {
+	if f.inSchemaJSON == nil { // a FlowDef not made by Define
+		return json.Marshal(f.inSchema)
+	}
+	return f.inSchemaJSON()
+}
 
 // OutputSchema returns the JSON Schema of the output type.
 func (f *FlowDef) OutputSchema() *jsonschema.Schema { return f.outSchema }
@@ -329,6 +343,7 @@ func Define[In, Out any](u *Unit, name string, opts ...FlowOption) *Flow[In, Out
 // declare declares a flow of unit u with the given input and output types.
 func declare(u *Unit, name string, in, out reflect.Type, opts []FlowOption) *FlowDef {
 	def := &FlowDef{unit: u.name, name: name, id: u.name + "." + name, inType: in, outType: out}
+	def.inSchemaJSON = sync.OnceValues(func() (json.RawMessage, error) { return json.Marshal(def.inSchema) })
 	def.inSchema, def.schemaErr = schemaFor(def.inType)
 	if def.schemaErr == nil {
 		def.outSchema, def.schemaErr = schemaFor(def.outType)

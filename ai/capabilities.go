@@ -87,7 +87,7 @@ func CapabilitiesOf(app *engine.App, agent *AgentDef) (Capabilities, error) {
 		if !ok {
 			return Capabilities{}, fmt.Errorf("ai: agent %s: tool flow %s is not bound in this app", agent.name, name)
 		}
-		params, err := json.Marshal(def.InputSchema())
+		params, err := def.InputSchemaJSON()
 		if err != nil {
 			return Capabilities{}, fmt.Errorf("ai: agent %s: schema of tool %s: %w", agent.name, name, err)
 		}

@@ -35,7 +35,7 @@ func toolSpec(ctx context.Context, app *engine.App, def *engine.FlowDef) (ToolSp
 			return spec, nil
 		}
 	}
-	params, err := json.Marshal(def.InputSchema())
+	params, err := def.InputSchemaJSON() // encoded once per flow
 	if err != nil {
 		return ToolSpec{}, fmt.Errorf("schema of tool %s: %w", def.ID(), err)
 	}
