@@ -343,7 +343,10 @@ func Define[In, Out any](u *Unit, name string, opts ...FlowOption) *Flow[In, Out
 // declare declares a flow of unit u with the given input and output types.
 func declare(u *Unit, name string, in, out reflect.Type, opts []FlowOption) *FlowDef {
 	def := &FlowDef{unit: u.name, name: name, id: u.name + "." + name, inType: in, outType: out}
-	def.inSchemaJSON = sync.OnceValues(func() (json.RawMessage, error) { return json.Marshal(def.inSchema) })
+	def.inSchemaJSON = sync.OnceValues(func() (json.RawMessage, error) {
+		b, err := json.Marshal(def.inSchema)
+		return b[:len(b):len(b)], err // full, so that a caller's append copies the shared bytes
+	})
 	def.inSchema, def.schemaErr = schemaFor(def.inType)
 	if def.schemaErr == nil {
 		def.outSchema, def.schemaErr = schemaFor(def.outType)

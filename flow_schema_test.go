@@ -38,6 +38,9 @@ func TestInputSchemaJSON(t *testing.T) {
 	if &again[0] != &got[0] {
 		t.Fatal("InputSchemaJSON encoded the schema again; want the bytes of the first call")
 	}
+	if cap(got) != len(got) {
+		t.Fatalf("the shared bytes have room after them (cap %d, len %d): a caller's append would write into them", cap(got), len(got))
+	}
 	// A FlowDef not made by Define (the zero value here) has no schema: null.
 	var zero engine.FlowDef
 	if b, err := zero.InputSchemaJSON(); err != nil || string(b) != "null" {
