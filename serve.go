@@ -155,17 +155,26 @@ func (a *App) serveFlow(w http.ResponseWriter, r *http.Request, b *binding, rest
 	// A flow, or a streaming flow whose caller asked for its result alone: its events go
 	// nowhere, and the reply is the envelope.
 	out, err := b.call(fx, in)
+	if err != nil {
+		a.writeCallError(w, r, fx, b.def, err)
+		return
+	}
+	a.writeOutput(w, r, fx, b.def, out)
+}
+
+// writeCallError answers a call whose handler failed: a run that parked is 202, any
+// other error its envelope. It is apart from serveFlow so that the target errors.As
+// needs is allocated only for a call that failed.
+func (a *App) writeCallError(w http.ResponseWriter, r *http.Request, fx *Fx, def *FlowDef, err error) {
 	var acc *AcceptedError
 	switch {
-	case err == nil:
-		a.writeOutput(w, r, fx, b.def, out)
 	case errors.As(err, &acc):
 		fx.SetMeta("runId", acc.RunID)
 		a.writeParked(w, r, fx)
 	case errors.Is(err, ErrParked):
 		a.writeParked(w, r, fx)
 	default:
-		a.writeError(w, r, b.def, err)
+		a.writeError(w, r, def, err)
 	}
 }
 

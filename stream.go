@@ -243,14 +243,22 @@ func (*discardResponse) Write(b []byte) (int, error) { return len(b), nil }
 func (*discardResponse) WriteHeader(int)             {}
 func (*discardResponse) Flush()                      {}
 
-// serveStream ends the call of a streaming flow: see [Stream] for what each outcome
+// endStream ends the call of a streaming flow: see [Stream] for what each outcome
 // writes.
 func (a *App) endStream(w http.ResponseWriter, r *http.Request, fx *Fx, def *FlowDef, err error) {
 	s := fx.eventStream()
+	if err == nil {
+		s.close(true)
+		return
+	}
+	a.endStreamFailed(w, r, fx, def, s, err)
+}
+
+// endStreamFailed ends a streaming call whose handler returned err. It is apart from
+// endStream so that the target errors.As needs is allocated only for a call that failed.
+func (a *App) endStreamFailed(w http.ResponseWriter, r *http.Request, fx *Fx, def *FlowDef, s *eventStream, err error) {
 	var acc *AcceptedError
 	switch {
-	case err == nil:
-		s.close(true)
 	case errors.Is(err, ErrParked) || errors.As(err, &acc):
 		if !s.opened() {
 			if acc != nil {
