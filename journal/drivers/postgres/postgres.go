@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
 
 	"github.com/bbc28f59/engine/journal"
@@ -93,6 +94,7 @@ func New(db *bun.DB, opts Options) (*Driver, error) {
 	st, err := sqlstore.New(db, opts.TablePrefix, sqlstore.Dialect{
 		LockShare: " FOR SHARE", LockUpdate: " FOR UPDATE", Dollar: true, Caps: caps, AfterCommit: d.notify, NotifyBatch: d.notifyBatch,
 		GroupWrites: !opts.CommitEachWrite, MaxGroup: maxGroup, Lanes: writeLanes, MultiStatement: true,
+		Undone: undone,
 	})
 	if err != nil {
 		return nil, err
@@ -322,4 +324,12 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// undone reports whether err says Postgres undid the statement's transaction work and it
+// may run again as it was: it was chosen to end a deadlock (40P01), or failed to
+// serialize with another transaction (40001).
+func undone(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 }

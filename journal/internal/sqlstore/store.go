@@ -56,6 +56,11 @@ type Dialect struct {
 	// MultiStatement says a call without arguments may hold several statements, which
 	// the group commit uses to move its savepoint in one round trip.
 	MultiStatement bool
+	// Undone, when set, says a grouped write's error means the database undid the write
+	// and it may simply run again (Postgres: it was a deadlock's victim, or a
+	// serialization failure). The group commit then runs it again, in a later group,
+	// instead of returning the error (see writeQueue.enqueue).
+	Undone func(err error) bool
 }
 
 // Store implements journal.Driver on a *bun.DB the application owns.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 )
 
 // writeQueue is group commit. Every write of the process queues here and runs in one
@@ -23,9 +24,11 @@ import (
 //
 // On Postgres a write may wait for a row another instance's transaction holds, and so
 // may the writes queued behind it; two instances' groups that wait for each other are a
-// deadlock, which Postgres ends (after its deadlock_timeout) by failing one write, which
-// the journal tries again as any failed write. The rows two instances touch at once are
-// those of a run changing hands (a decision, a takeover), so this is rare.
+// deadlock, which Postgres ends (after its deadlock_timeout) by failing one write. That
+// write was undone, so the queue runs it again in a later group ([Dialect.Undone]), a
+// few times at most, rather than fail a caller (an approver's decision, a signal) with
+// it. The rows two instances touch at once are those of a run changing hands (a
+// decision, a takeover), so this is rare.
 //
 // A write's own transaction semantics are kept: its statements run in order, see the
 // writes before it in the batch, and it returns only after the batch commits. A write
@@ -84,7 +87,24 @@ func (q *writeQueue) exec(ctx context.Context, query string, args ...any) (sql.R
 	return res, err
 }
 
+// undoneTries bounds the runs of a write the database keeps undoing (see Dialect.Undone).
+const undoneTries = 5
+
+// enqueue runs w in a group and returns its result; a write the database undid (a
+// deadlock's victim) runs again, after a short pause that lets the other transaction
+// finish, up to undoneTries times.
 func (q *writeQueue) enqueue(w *write) error {
+	for try := 1; ; try++ {
+		err := q.enqueueOnce(w)
+		if try == undoneTries || q.s.dia.Undone == nil || !q.s.dia.Undone(err) || w.ctx.Err() != nil {
+			return err
+		}
+		w.err, w.batch, w.done = nil, nil, make(chan bool, 1)
+		time.Sleep(time.Duration(try) * time.Millisecond)
+	}
+}
+
+func (q *writeQueue) enqueueOnce(w *write) error {
 	ctx := w.ctx
 	q.mu.Lock()
 	q.waiting = append(q.waiting, w)

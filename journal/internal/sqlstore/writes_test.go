@@ -432,3 +432,50 @@ func TestWriteQueueLanes(t *testing.T) {
 		t.Fatalf("after every write returned: %d lanes in use, %d writes waiting", leaders, waiting)
 	}
 }
+
+// A write the database undid (Dialect.Undone: on Postgres, a deadlock's victim) runs
+// again instead of failing its caller, in a group or alone, and its neighbours in the
+// group are stored once; one the database keeps undoing fails after undoneTries runs.
+func TestWriteQueueRunsAnUndoneWriteAgain(t *testing.T) {
+	s := newQueued(t)
+	victim := errors.New("deadlock detected")
+	s.dia.Undone = func(err error) bool { return errors.Is(err, victim) }
+	// undoneFirst inserts k once it has been undone n times: each failed run inserts
+	// first, so the undo must take the row back for the next run to store it.
+	undoneFirst := func(k string, n int, runs *int) func(ctx context.Context, tx *txq) error {
+		return func(ctx context.Context, tx *txq) error {
+			*runs++
+			if err := insert(k)(ctx, tx); err != nil {
+				return err
+			}
+			if *runs <= n {
+				return victim
+			}
+			return nil
+		}
+	}
+	ctx := t.Context()
+	var grouped int
+	errs := batch(t, s, pending{ctx, insert("before")}, pending{ctx, undoneFirst("victim", 2, &grouped)}, pending{ctx, insert("after")})
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("write %d of the group: %v", i, err)
+		}
+	}
+	if grouped != 3 {
+		t.Errorf("the undone write ran %d times, want 3 (twice undone, then stored)", grouped)
+	}
+	for _, k := range []string{"before", "victim", "after"} {
+		if !stored(t, s, k) {
+			t.Errorf("%s not stored", k)
+		}
+	}
+	var alone int
+	if err := s.tx(ctx, undoneFirst("alone", 1, &alone)); err != nil || alone != 2 || !stored(t, s, "alone") {
+		t.Errorf("a write alone: %v after %d runs, stored %v; want it stored on its second run", err, alone, stored(t, s, "alone"))
+	}
+	var always int
+	if err := s.tx(ctx, undoneFirst("never", 1000, &always)); !errors.Is(err, victim) || always != undoneTries || stored(t, s, "never") {
+		t.Errorf("a write always undone: %v after %d runs; want the error after %d runs, nothing stored", err, always, undoneTries)
+	}
+}
