@@ -1,0 +1,4 @@
+package postgres
+
+// Undone is undone, for the external tests.
+var Undone = undone
