@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"time"
 )
@@ -523,6 +524,33 @@ func suspendRun(ctx context.Context, d Driver, f Fence, now time.Time) (runnable
 	}
 	parks, err := d.ListParks(ctx, f.RunID)
 	return err == nil && !slices.ContainsFunc(parks, func(p ParkRecord) bool { return p.Decision == nil }), nil
+}
+
+// LeaseRenewer extends many leases in one write.
+type LeaseRenewer interface {
+	// RenewLeases is [Driver.RenewLease] of every fence, to the same expiry, in as few
+	// statements as the driver can: it returns the fences that no longer hold (their
+	// leases were lost, or their runs ended), each renewal that held being stored. On an
+	// error the fences it returns are those found lost before it; the leases of the rest
+	// may or may not have been extended.
+	RenewLeases(ctx context.Context, fences []Fence, expires time.Time) (lost []Fence, err error)
+}
+
+// renewLeases extends the leases of fences: in one call when d is a [LeaseRenewer], else
+// with [Driver.RenewLease] for each, going on after an error and returning the first.
+func renewLeases(ctx context.Context, d Driver, fences []Fence, expires time.Time) (lost []Fence, err error) {
+	if r, ok := d.(LeaseRenewer); ok {
+		return r.RenewLeases(ctx, fences, expires)
+	}
+	for _, f := range fences {
+		switch rerr := d.RenewLease(ctx, f, expires); {
+		case errors.Is(rerr, ErrLeaseLost):
+			lost = append(lost, f)
+		case rerr != nil && err == nil:
+			err = rerr
+		}
+	}
+	return lost, err
 }
 
 // readStreamEnd reads a stream and its last stored row: in one statement when d is a

@@ -99,10 +99,33 @@ func (j *Journal) Close(ctx context.Context) error {
 // does every LeaseTTL/3. Tests call it with a fake clock.
 func (j *Journal) RenewOnce(ctx context.Context) { j.renewAll(ctx) }
 
-// renewAll extends the lease of every run this instance holds.
+// renewAll extends the lease of every run this instance holds: in one write when the
+// driver is a [LeaseRenewer], so a pass costs the database one statement however many
+// runs the instance holds, else with a write a run. A run whose lease was lost ends its
+// execution; a database that failed counts as a fault (see [Journal.RecoverOnce]).
 func (j *Journal) renewAll(ctx context.Context) {
-	for _, r := range j.heldRuns() {
-		r.renew(ctx)
+	held := j.heldRuns()
+	runs := make(map[string]*Run, len(held))
+	fences := make([]Fence, 0, len(held))
+	for _, r := range held {
+		r.mu.Lock()
+		if !r.done {
+			runs[r.ID] = r
+			fences = append(fences, r.fence)
+		}
+		r.mu.Unlock()
+	}
+	if len(fences) == 0 {
+		return
+	}
+	lost, err := renewLeases(ctx, j.d, fences, j.now().Add(j.opts.LeaseTTL))
+	for _, f := range lost {
+		if r := runs[f.RunID]; r != nil && r.fenceIs(f) {
+			r.lose()
+		}
+	}
+	if transient(ctx, err) {
+		j.fault()
 	}
 }
 

@@ -69,6 +69,10 @@ func (o offloaded) RenewLease(ctx context.Context, f Fence, expires time.Time) e
 	return off0(func() error { return o.d.RenewLease(ctx, f, expires) })
 }
 
+func (o offloaded) RenewLeases(ctx context.Context, fences []Fence, expires time.Time) ([]Fence, error) {
+	return off(func() ([]Fence, error) { return renewLeases(ctx, o.d, fences, expires) })
+}
+
 func (o offloaded) ReleaseRun(ctx context.Context, f Fence) error {
 	return off0(func() error { return o.d.ReleaseRun(ctx, f) })
 }

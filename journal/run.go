@@ -467,21 +467,11 @@ func (r *Run) ended() bool {
 	return r.done
 }
 
-// renew extends the lease; a lost lease ends this execution.
-func (r *Run) renew(ctx context.Context) {
+// fenceIs reports whether f is the fence of this execution.
+func (r *Run) fenceIs(f Fence) bool {
 	r.mu.Lock()
-	if r.done {
-		r.mu.Unlock()
-		return
-	}
-	f := r.fence
-	r.mu.Unlock()
-	switch err := r.j.d.RenewLease(ctx, f, r.j.now().Add(r.j.opts.LeaseTTL)); {
-	case errors.Is(err, ErrLeaseLost):
-		r.lose()
-	case transient(ctx, err):
-		r.j.fault()
-	}
+	defer r.mu.Unlock()
+	return r.fence == f
 }
 
 // CreateLogStep is [Run.Step] for the step that begins an event log of the run, such as

@@ -130,6 +130,27 @@ func (d *faultDriver) RenewLease(ctx context.Context, f journal.Fence, expires t
 	return d.call("RenewLease", func() error { return d.Driver.RenewLease(ctx, f, expires) })
 }
 
+// faultRenewer is a faultDriver of a [journal.LeaseRenewer], which renews through it:
+// a fault of "RenewLease" fails the whole renewal pass, as a failed statement would.
+type faultRenewer struct{ *faultDriver }
+
+func (d faultRenewer) RenewLeases(ctx context.Context, fences []journal.Fence, expires time.Time) (lost []journal.Fence, err error) {
+	err = d.call("RenewLease", func() (err error) {
+		lost, err = d.Driver.(journal.LeaseRenewer).RenewLeases(ctx, fences, expires)
+		return err
+	})
+	return lost, err
+}
+
+// driver is d as the journal is to use it: with the wrapped driver's batch renewal when
+// it has one.
+func (d *faultDriver) driver() journal.Driver {
+	if _, ok := d.Driver.(journal.LeaseRenewer); ok {
+		return faultRenewer{d}
+	}
+	return d
+}
+
 func (d *faultDriver) ReleaseRun(ctx context.Context, f journal.Fence) error {
 	return d.call("ReleaseRun", func() error { return d.Driver.ReleaseRun(ctx, f) })
 }
@@ -198,7 +219,7 @@ func (d *faultDriver) ExpiredParks(ctx context.Context, now time.Time, limit int
 func (e *env) faulty(owner string, mods ...func(*journal.Options)) (*journal.Journal, *faultDriver) {
 	e.t.Helper()
 	fd := newFaultDriver(e.d)
-	return e.journalOn(fd, owner, mods...), fd
+	return e.journalOn(fd.driver(), owner, mods...), fd
 }
 
 // within runs fn and fails the case if it does not return within a generous deadline

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ func leaseCases() []testCase {
 		{"Leases/ClaimHeldRunIsBusy", leasesClaimHeldRunIsBusy},
 		{"Leases/ExpiryAndTakeoverFenceTheOldWriter", leasesExpiryAndTakeoverFenceTheOldWriter},
 		{"Leases/RenewalKeepsTheLease", leasesRenewalKeepsTheLease},
+		{"Leases/RenewalEndsTheExecutionsThatLostTheirLease", leasesRenewalEndsTheExecutionsThatLostTheirLease},
 		{"Leases/CloseReleasesLeases", leasesCloseReleasesLeases},
 		{"Leases/RecoveryTakesOverDeadOwnerWithoutRepeatingSteps", leasesRecoveryTakesOverDeadOwnerWithoutRepeatingSteps},
 		{"Leases/SchedulerLeaseElectsOneInstance", leasesSchedulerLeaseElectsOneInstance},
@@ -97,6 +99,39 @@ func leasesRenewalKeepsTheLease(t *testing.T, e *env) {
 	}
 	if want := e.clock.Now().Add(leaseTTL); !e.run(r.ID).LeaseExpires.Equal(want) {
 		t.Fatalf("lease expires %v, want %v", e.run(r.ID).LeaseExpires, want)
+	}
+}
+
+// leasesRenewalEndsTheExecutionsThatLostTheirLease is the case
+// "Leases/RenewalEndsTheExecutionsThatLostTheirLease": one renewal pass of an instance
+// that holds several runs extends the leases it still holds, leaves alone the one
+// another instance took over, and ends its own execution of that one, so the instance
+// may claim the run again once it is free.
+func leasesRenewalEndsTheExecutionsThatLostTheirLease(t *testing.T, e *env) {
+	a, b := e.journal("a"), e.journal("b")
+	runs := []*journal.Run{e.begin(a), e.begin(a), e.begin(a)}
+	e.clock.Advance(leaseTTL + time.Second)
+	taken, err := b.Claim(e.ctx, runs[1].ID)
+	must(t, "Claim after expiry", err)
+	takenRec := e.run(runs[1].ID)
+	if _, err := a.Claim(e.ctx, runs[1].ID); !errors.Is(err, journal.ErrLeaseBusy) {
+		t.Fatalf("a claimed a run b holds: %v", err)
+	}
+
+	a.RenewOnce(e.ctx)
+	for _, r := range []*journal.Run{runs[0], runs[2]} {
+		if rec := e.run(r.ID); rec.LeaseOwner != "a" || !rec.LeaseExpires.Equal(e.clock.Now().Add(leaseTTL)) {
+			t.Fatalf("renewed run %s: owner %q, expires %v, want a until %v", r.ID, rec.LeaseOwner, rec.LeaseExpires, e.clock.Now().Add(leaseTTL))
+		}
+	}
+	if rec := e.run(runs[1].ID); !reflect.DeepEqual(rec, takenRec) {
+		t.Fatalf("the run b took over after a's renewal: %+v, was %+v", rec, takenRec)
+	}
+	must(t, "Release", taken.Release(e.ctx))
+	again, err := a.Claim(e.ctx, runs[1].ID)
+	must(t, "a claims the run it lost once b released it", err)
+	if again.Epoch() != 3 {
+		t.Fatalf("epoch %d after a's second claim, want 3", again.Epoch())
 	}
 }
 

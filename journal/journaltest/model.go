@@ -204,7 +204,7 @@ func (m *model) fault(inst *instance, method string, modes ...faultMode) func() 
 	}
 	mode, n := pick(m, modes), 1+m.rng.IntN(2)
 	if method == "RenewLease" {
-		n = -1 // renewals run in map order: fail them all
+		n = -1 // fail every renewal of the pass (a run at a time, in map order, or all in one)
 	}
 	before := inst.fd.count(method)
 	inst.fd.inject(method, mode, n)
@@ -276,7 +276,7 @@ func (m *model) start(inst *instance) {
 			case <-ctx.Done():
 			}
 		}}
-	j, err := journal.New(inst.fd, opts)
+	j, err := journal.New(inst.fd.driver(), opts)
 	must(m.t, "journal.New", err)
 	inst.j = j
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,13 +15,14 @@ import (
 )
 
 // The optional driver methods ([journal.RunClaimLoader], [journal.RunSuspender],
-// [journal.StreamEndReader]) must answer as the calls they replace; a driver without one
+// [journal.StreamEndReader], [journal.LeaseRenewer]) must answer as the calls they replace; a driver without one
 // skips its case, and the journal makes those calls instead.
 func optionalCases() []testCase {
 	return []testCase{
 		{"Optional/ClaimRunLoadedReadsWhatTheClaimTook", optionalClaimRunLoadedReadsWhatTheClaimTook},
 		{"Optional/SuspendRunCountsPendingParks", optionalSuspendRunCountsPendingParks},
 		{"Optional/ReadStreamEndReadsTheLastRow", optionalReadStreamEndReadsTheLastRow},
+		{"Optional/RenewLeasesRenewsWhatStillHolds", optionalRenewLeasesRenewsWhatStillHolds},
 	}
 }
 
@@ -151,5 +155,59 @@ func optionalReadStreamEndReadsTheLastRow(t *testing.T, e *env) {
 	want, _ = e.d.GetStream(e.ctx, "s1")
 	if len(got) != 1 || got[0].Seq != 3 || !jsonEq(got[0].Event, rows(3)[0].Event) || !reflect.DeepEqual(st, want) || st.FinishedAt == nil {
 		t.Fatalf("stream of three rows: %+v, rows %+v; GetStream %+v", st, got, want)
+	}
+}
+
+// optionalRenewLeasesRenewsWhatStillHolds is the case
+// "Optional/RenewLeasesRenewsWhatStillHolds": of more fences than one SQL statement of a
+// driver takes, each that still holds has its lease extended, as RenewLease would, and
+// each that does not (a released run, a finished one, an old epoch, another owner) is
+// returned and its run left as it was.
+func optionalRenewLeasesRenewsWhatStillHolds(t *testing.T, e *env) {
+	l, ok := e.d.(journal.LeaseRenewer)
+	if !ok {
+		t.Skipf("%T is no journal.LeaseRenewer: the journal renews with RenewLease, a run at a time", e.d)
+	}
+	if lost, err := l.RenewLeases(e.ctx, nil, e.clock.Now()); err != nil || len(lost) != 0 {
+		t.Fatalf("RenewLeases of no fence = %v, %v", lost, err)
+	}
+	const n = 1200
+	now := e.clock.Now()
+	fences := make([]journal.Fence, n)
+	for i := range fences {
+		id := fmt.Sprintf("renew-%04d", i)
+		must(t, "InsertRun", e.d.InsertRun(e.ctx, journal.RunRecord{ID: id, Flow: "f", Tenant: "t1", Status: journal.StatusRunning,
+			LeaseOwner: "a", LeaseExpires: now.Add(leaseTTL), Epoch: 1, CreatedAt: now, UpdatedAt: now}))
+		fences[i] = journal.Fence{RunID: id, Owner: "a", Epoch: 1}
+	}
+	must(t, "ReleaseRun", e.d.ReleaseRun(e.ctx, fences[3]))
+	must(t, "UpdateRun", e.d.UpdateRun(e.ctx, fences[600], journal.RunUpdate{Status: journal.StatusCompleted}, now))
+	stale := []journal.Fence{fences[3], fences[600], {RunID: fences[7].RunID, Owner: "a", Epoch: 2}, {RunID: fences[n-1].RunID, Owner: "b", Epoch: 1}}
+	fences[7], fences[n-1] = stale[2], stale[3]
+	before := map[string]journal.RunRecord{}
+	for _, f := range stale {
+		before[f.RunID] = e.run(f.RunID)
+	}
+
+	expires := now.Add(time.Hour)
+	lost, err := l.RenewLeases(e.ctx, fences, expires)
+	must(t, "RenewLeases", err)
+	byID := func(a, b journal.Fence) int { return strings.Compare(a.RunID, b.RunID) }
+	slices.SortFunc(lost, byID)
+	slices.SortFunc(stale, byID)
+	if !reflect.DeepEqual(lost, stale) {
+		t.Fatalf("RenewLeases lost %+v, want %+v", lost, stale)
+	}
+	for i, f := range fences {
+		rec := e.run(f.RunID)
+		if want, ok := before[f.RunID]; ok {
+			if !reflect.DeepEqual(rec, want) {
+				t.Fatalf("run %s of a stale fence: %+v, was %+v", f.RunID, rec, want)
+			}
+			continue
+		}
+		if !rec.LeaseExpires.Equal(expires) || rec.LeaseOwner != "a" || rec.Epoch != 1 || rec.Status != journal.StatusRunning {
+			t.Fatalf("run %d of %d after RenewLeases: %+v, want its lease to expire at %v", i, n, rec, expires)
+		}
 	}
 }

@@ -153,6 +153,11 @@ func (t *txq) execText(ctx context.Context, q string, args ...any) (sql.Result, 
 	return t.tx.ExecContext(ctx, t.s.rebind(q), args...)
 }
 
+// queryText is execText's query.
+func (t *txq) queryText(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return t.tx.QueryContext(ctx, t.s.rebind(q), args...)
+}
+
 func (t *txq) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	if st := t.stmt(ctx, q); st != nil {
 		return st.QueryContext(ctx, args...)

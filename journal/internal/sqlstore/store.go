@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -334,6 +335,67 @@ func (s *Store) checkFence(ctx context.Context, tx *txq, f journal.Fence) error 
 // RenewLease implements journal.Driver.
 func (s *Store) RenewLease(ctx context.Context, f journal.Fence, expires time.Time) error {
 	return s.fencedExec(ctx, s, f, `lease_expires = ?`, ns(expires))
+}
+
+// RenewLeases implements journal.LeaseRenewer: batchIDs fences to a statement, all in
+// one write, the runs renewed coming back from the same statement. The ids are listed
+// on their own as well as in the (id, owner, epoch) values: with the values alone, or
+// joined as UPDATE ... FROM, one of Postgres and SQLite scans the whole runs table.
+func (s *Store) RenewLeases(ctx context.Context, fences []journal.Fence, expires time.Time) ([]journal.Fence, error) {
+	var lost []journal.Fence
+	err := s.tx(ctx, func(ctx context.Context, tx *txq) error {
+		lost = lost[:0] // a write the database undid runs again
+		for chunk := range slices.Chunk(fences, batchIDs) {
+			var q strings.Builder
+			args := make([]any, 1, 1+4*len(chunk))
+			args[0] = ns(expires)
+			q.WriteString(`UPDATE ` + s.runs + ` SET lease_expires = ? WHERE id IN (`)
+			for k, f := range chunk {
+				if k > 0 {
+					q.WriteByte(',')
+				}
+				q.WriteByte('?')
+				args = append(args, f.RunID)
+			}
+			q.WriteString(`) AND lease_owner <> '' AND (id, lease_owner, epoch) IN (VALUES `)
+			for k, f := range chunk {
+				if k > 0 {
+					q.WriteByte(',')
+				}
+				q.WriteString(`(?, ?, CAST(? AS BIGINT))`)
+				args = append(args, f.RunID, f.Owner, f.Epoch)
+			}
+			q.WriteString(`) RETURNING id, lease_owner, epoch`)
+			renewed, err := scanFences(tx.queryText(ctx, q.String(), args...))
+			if err != nil {
+				return err
+			}
+			for _, f := range chunk {
+				if !renewed[f] {
+					lost = append(lost, f)
+				}
+			}
+		}
+		return nil
+	})
+	return lost, err
+}
+
+// scanFences reads the rows of a RETURNING id, lease_owner, epoch.
+func scanFences(rows *sql.Rows, err error) (map[journal.Fence]bool, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[journal.Fence]bool{}
+	for rows.Next() {
+		var f journal.Fence
+		if err := rows.Scan(&f.RunID, &f.Owner, &f.Epoch); err != nil {
+			return nil, err
+		}
+		out[f] = true
+	}
+	return out, rows.Err()
 }
 
 // ReleaseRun implements journal.Driver.
