@@ -165,16 +165,12 @@ func (c *console) run(fx *engine.Fx, r *http.Request) (any, error) {
 		return nil, err
 	}
 	ctx, id := fx.Context(), r.PathValue("runId")
-	rec, err := j.GetRun(ctx, id)
+	rec, parks, err := j.GetRunParks(ctx, id)
 	if err != nil {
 		return nil, durable.MapError(err)
 	}
 	d := j.Driver()
 	steps, err := d.LoadSteps(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	parks, err := d.ListParks(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -106,7 +106,7 @@ func Parks(ctx context.Context, app *engine.App, p *engine.Principal, runID, not
 	if j == nil || runID == "" {
 		return nil, unknown
 	}
-	rec, err := j.GetRun(ctx, runID)
+	rec, parks, err := j.GetRunParks(ctx, runID)
 	if errors.Is(err, journal.ErrNotFound) {
 		return nil, unknown
 	}
@@ -121,10 +121,6 @@ func Parks(ctx context.Context, app *engine.App, p *engine.Principal, runID, not
 	}
 	if rec.Tenant != tenant {
 		return nil, unknown
-	}
-	parks, err := j.ListParks(ctx, runID)
-	if err != nil {
-		return nil, MapError(err)
 	}
 	return parks, nil
 }

@@ -526,6 +526,30 @@ func suspendRun(ctx context.Context, d Driver, f Fence, now time.Time) (runnable
 	return err == nil && !slices.ContainsFunc(parks, func(p ParkRecord) bool { return p.Decision == nil }), nil
 }
 
+// RunParksReader reads a run with its parks.
+type RunParksReader interface {
+	// GetRunParks is [Driver.GetRun] and [Driver.ListParks] of the run as one consistent
+	// read (nil parks when it has none). ErrNotFound if the run is missing.
+	GetRunParks(ctx context.Context, id string) (RunRecord, []ParkRecord, error)
+}
+
+// getRunParks reads a run and its parks: in one call when d is a [RunParksReader], else
+// with GetRun and ListParks.
+func getRunParks(ctx context.Context, d Driver, id string) (RunRecord, []ParkRecord, error) {
+	if r, ok := d.(RunParksReader); ok {
+		return r.GetRunParks(ctx, id)
+	}
+	rec, err := d.GetRun(ctx, id)
+	if err != nil {
+		return RunRecord{}, nil, err
+	}
+	parks, err := d.ListParks(ctx, id)
+	if err != nil {
+		return RunRecord{}, nil, err
+	}
+	return rec, parks, nil
+}
+
 // LeaseRenewer extends many leases in one write.
 type LeaseRenewer interface {
 	// RenewLeases is [Driver.RenewLease] of every fence, to the same expiry, in as few

@@ -265,6 +265,16 @@ func (j *Journal) ListParks(ctx context.Context, runID string) ([]ParkRecord, er
 	return j.d.ListParks(ctx, runID)
 }
 
+// GetRunParks returns the stored record of run id and its parks ordered by key, as
+// [Journal.GetRun] and [Journal.ListParks] would, in one read where the driver can
+// ([RunParksReader]). ErrNotFound if the run does not exist.
+func (j *Journal) GetRunParks(ctx context.Context, id string) (RunRecord, []ParkRecord, error) {
+	if unstorable(id) {
+		return RunRecord{}, nil, ErrNotFound
+	}
+	return getRunParks(ctx, j.d, id)
+}
+
 // Claim takes the lease of a run for this instance and loads its steps and parks for
 // replay. A run held elsewhere returns [*LeaseBusyError] with the remaining lease; so does
 // a run an execution on this instance holds: a second claim by the same owner would bump

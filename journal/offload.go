@@ -69,6 +69,18 @@ func (o offloaded) RenewLease(ctx context.Context, f Fence, expires time.Time) e
 	return off0(func() error { return o.d.RenewLease(ctx, f, expires) })
 }
 
+func (o offloaded) GetRunParks(ctx context.Context, id string) (RunRecord, []ParkRecord, error) {
+	type read struct {
+		rec   RunRecord
+		parks []ParkRecord
+	}
+	r, err := off(func() (read, error) {
+		rec, parks, err := getRunParks(ctx, o.d, id)
+		return read{rec, parks}, err
+	})
+	return r.rec, r.parks, err
+}
+
 func (o offloaded) RenewLeases(ctx context.Context, fences []Fence, expires time.Time) ([]Fence, error) {
 	return off(func() ([]Fence, error) { return renewLeases(ctx, o.d, fences, expires) })
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // The optional driver methods ([journal.RunClaimLoader], [journal.RunSuspender],
-// [journal.StreamEndReader], [journal.LeaseRenewer]) must answer as the calls they replace; a driver without one
+// [journal.StreamEndReader], [journal.LeaseRenewer], [journal.RunParksReader]) must answer as the calls they replace; a driver without one
 // skips its case, and the journal makes those calls instead.
 func optionalCases() []testCase {
 	return []testCase{
@@ -23,6 +23,7 @@ func optionalCases() []testCase {
 		{"Optional/SuspendRunCountsPendingParks", optionalSuspendRunCountsPendingParks},
 		{"Optional/ReadStreamEndReadsTheLastRow", optionalReadStreamEndReadsTheLastRow},
 		{"Optional/RenewLeasesRenewsWhatStillHolds", optionalRenewLeasesRenewsWhatStillHolds},
+		{"Optional/GetRunParksReadsTheRunAndItsParks", optionalGetRunParksReadsTheRunAndItsParks},
 	}
 }
 
@@ -210,4 +211,40 @@ func optionalRenewLeasesRenewsWhatStillHolds(t *testing.T, e *env) {
 			t.Fatalf("run %d of %d after RenewLeases: %+v, want its lease to expire at %v", i, n, rec, expires)
 		}
 	}
+}
+
+// optionalGetRunParksReadsTheRunAndItsParks is the case
+// "Optional/GetRunParksReadsTheRunAndItsParks": the run as GetRun reads it and its parks
+// as ListParks does (none, undecided, decided, a signal's wait), ErrNotFound for a
+// missing run.
+func optionalGetRunParksReadsTheRunAndItsParks(t *testing.T, e *env) {
+	l, ok := e.d.(journal.RunParksReader)
+	if !ok {
+		t.Skipf("%T is no journal.RunParksReader: the journal reads GetRun and ListParks", e.d)
+	}
+	if _, _, err := l.GetRunParks(e.ctx, "nope"); !errors.Is(err, journal.ErrNotFound) {
+		t.Fatalf("GetRunParks of an unknown run err = %v", err)
+	}
+	j := e.journal("a")
+	r := e.begin(j)
+	same := func(when string) {
+		t.Helper()
+		rec, parks, err := l.GetRunParks(e.ctx, r.ID)
+		must(t, "GetRunParks", err)
+		wantParks, err := e.d.ListParks(e.ctx, r.ID)
+		must(t, "ListParks", err)
+		if !reflect.DeepEqual(rec, e.run(r.ID)) || !reflect.DeepEqual(parks, wantParks) {
+			t.Fatalf("%s: GetRunParks %+v, %+v; GetRun %+v, ListParks %+v", when, rec, parks, e.run(r.ID), wantParks)
+		}
+	}
+	same("no park")
+	_, err := r.Park(e.ctx, "k2", e.clock.Now().Add(time.Hour), json.RawMessage(`{"tool":"send","n":2}`))
+	must(t, "Park", err)
+	_, err = r.Park(e.ctx, "k1", time.Time{}, nil)
+	must(t, "Park", err)
+	_, err = r.WaitSignal(e.ctx, "ready", "k3", time.Time{})
+	must(t, "WaitSignal", err)
+	must(t, "Suspend", r.Suspend(e.ctx))
+	must(t, "Decide", j.Decide(e.ctx, r.ID, "k2", journal.Decision{Kind: journal.DecisionDeny, Payload: json.RawMessage(`{"why":"no"}`)}))
+	same("three parks, one decided")
 }

@@ -220,19 +220,34 @@ const runCols = `id, flow, input, principal, tenant, status, output, error, leas
 type scanner interface{ Scan(dest ...any) error }
 
 func scanRun(sc scanner) (journal.RunRecord, error) {
-	var r journal.RunRecord
-	var in, pr, out sql.NullString
-	var st string
-	var exp, ca, ua int64
-	if err := sc.Scan(&r.ID, &r.Flow, &in, &pr, &r.Tenant, &st, &out, &r.Error, &r.LeaseOwner, &exp, &r.Epoch, &ca, &ua); err != nil {
+	var rs runScan
+	if err := sc.Scan(rs.dest()...); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
-			return r, journal.ErrNotFound
+			return journal.RunRecord{}, journal.ErrNotFound
 		}
-		return r, err
+		return journal.RunRecord{}, err
 	}
-	r.Input, r.Principal, r.Output, r.Status = raw(in), raw(pr), raw(out), journal.Status(st)
-	r.LeaseExpires, r.CreatedAt, r.UpdatedAt = tm(exp), tm(ca), tm(ua)
-	return r, nil
+	return rs.record(), nil
+}
+
+// runScan holds what a row's runCols scan into.
+type runScan struct {
+	r           journal.RunRecord
+	in, pr, out sql.NullString
+	st          string
+	exp, ca, ua int64
+}
+
+func (rs *runScan) dest() []any {
+	r := &rs.r
+	return []any{&r.ID, &r.Flow, &rs.in, &rs.pr, &r.Tenant, &rs.st, &rs.out, &r.Error, &r.LeaseOwner, &rs.exp, &r.Epoch, &rs.ca, &rs.ua}
+}
+
+func (rs *runScan) record() journal.RunRecord {
+	r := rs.r
+	r.Input, r.Principal, r.Output, r.Status = raw(rs.in), raw(rs.pr), raw(rs.out), journal.Status(rs.st)
+	r.LeaseExpires, r.CreatedAt, r.UpdatedAt = tm(rs.exp), tm(rs.ca), tm(rs.ua)
+	return r
 }
 
 // InsertRun implements journal.Driver.
@@ -485,22 +500,78 @@ func (s *Store) InsertStep(ctx context.Context, f journal.Fence, st journal.Step
 const parkCols = `run_id, park_key, deadline, payload, decision_kind, decision_payload, decided_at, created_at, topic, after_version, trace, decision_trace`
 
 func scanPark(sc scanner) (journal.ParkRecord, error) {
-	var p journal.ParkRecord
-	var pl, dp sql.NullString
-	var kind, dt string
-	var dl, da, ca int64
-	if err := sc.Scan(&p.RunID, &p.Key, &dl, &pl, &kind, &dp, &da, &ca, &p.Topic, &p.After, &p.Trace, &dt); err != nil {
+	var ps parkScan
+	if err := sc.Scan(ps.dest()...); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
-			return p, journal.ErrNotFound
+			return journal.ParkRecord{}, journal.ErrNotFound
 		}
-		return p, err
+		return journal.ParkRecord{}, err
 	}
-	p.Deadline, p.Payload, p.CreatedAt = tm(dl), raw(pl), tm(ca)
-	if kind != "" {
-		p.Decision = &journal.Decision{Kind: journal.DecisionKind(kind), Payload: raw(dp), DecidedAt: tm(da), Trace: dt}
-	}
-	return p, nil
+	return ps.record(), nil
 }
+
+// parkScan holds what a row's parkCols scan into.
+type parkScan struct {
+	p          journal.ParkRecord
+	pl, dp     sql.NullString
+	kind, dt   string
+	dl, da, ca int64
+}
+
+func (ps *parkScan) dest() []any {
+	p := &ps.p
+	return []any{&p.RunID, &p.Key, &ps.dl, &ps.pl, &ps.kind, &ps.dp, &ps.da, &ps.ca, &p.Topic, &p.After, &p.Trace, &ps.dt}
+}
+
+func (ps *parkScan) record() journal.ParkRecord {
+	p := ps.p
+	p.Deadline, p.Payload, p.CreatedAt = tm(ps.dl), raw(ps.pl), tm(ps.ca)
+	if ps.kind != "" {
+		p.Decision = &journal.Decision{Kind: journal.DecisionKind(ps.kind), Payload: raw(ps.dp), DecidedAt: tm(ps.da), Trace: ps.dt}
+	}
+	return p
+}
+
+// GetRunParks implements journal.RunParksReader: the run joined with its parks, one row
+// a park (the park's columns empty for a run without one).
+func (s *Store) GetRunParks(ctx context.Context, id string) (journal.RunRecord, []journal.ParkRecord, error) {
+	rows, err := s.query(ctx, `SELECT `+runParkCols+` FROM `+s.runs+` r LEFT JOIN `+s.parks+` p ON p.run_id = r.id
+		WHERE r.id = ? ORDER BY p.park_key`, id)
+	if err != nil {
+		return journal.RunRecord{}, nil, err
+	}
+	defer rows.Close()
+	var (
+		rs    runScan
+		ps    parkScan
+		found bool
+		parks []journal.ParkRecord
+		dest  = append(rs.dest(), ps.dest()...)
+	)
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return journal.RunRecord{}, nil, err
+		}
+		found = true
+		if ps.p.RunID != "" {
+			parks = append(parks, ps.record())
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return journal.RunRecord{}, nil, err
+	}
+	if !found {
+		return journal.RunRecord{}, nil, journal.ErrNotFound
+	}
+	return rs.record(), parks, nil
+}
+
+// runParkCols are runCols of r and parkCols of p, a missing park's empty rather than
+// NULL where parkScan takes no NULL.
+var runParkCols = "r." + strings.ReplaceAll(runCols, ", ", ", r.") + `, COALESCE(p.run_id, ''), COALESCE(p.park_key, ''),
+	COALESCE(p.deadline, 0), p.payload, COALESCE(p.decision_kind, ''), p.decision_payload, COALESCE(p.decided_at, 0),
+	COALESCE(p.created_at, 0), COALESCE(p.topic, ''), COALESCE(p.after_version, 0), COALESCE(p.trace, ''),
+	COALESCE(p.decision_trace, '')`
 
 // InsertPark implements journal.Driver.
 func (s *Store) InsertPark(ctx context.Context, f journal.Fence, p journal.ParkRecord) (journal.ParkRecord, error) {
