@@ -357,6 +357,9 @@ func (s *Store) RenewLease(ctx context.Context, f journal.Fence, expires time.Ti
 // on their own as well as in the (id, owner, epoch) values: with the values alone, or
 // joined as UPDATE ... FROM, one of Postgres and SQLite scans the whole runs table.
 func (s *Store) RenewLeases(ctx context.Context, fences []journal.Fence, expires time.Time) ([]journal.Fence, error) {
+	if len(fences) == 0 {
+		return nil, nil
+	}
 	var lost []journal.Fence
 	err := s.tx(ctx, func(ctx context.Context, tx *txq) error {
 		lost = lost[:0] // a write the database undid runs again
