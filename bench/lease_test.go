@@ -14,12 +14,13 @@ import (
 
 // BenchmarkLeaseRenewal times one lease renewal pass of an instance that holds 2,000
 // durable runs (quiet conversations, each waiting on its model or on a person): with the
-// SQL driver's batch renewal (journal.LeaseRenewer: a statement per 500 runs, all in one
-// write) against the same pass a run at a time (the driver behind a wrapper that hides
-// the batch method: a write a run, as every renewal was before the batch). Two journals
-// on one database hold 2,000 runs each; their passes alternate, the order swapped every
+// SQL driver's batch renewal (journal.LeaseRenewer: a statement per 500 runs) against
+// the same pass a run at a time (the driver behind a wrapper that hides the batch
+// method: a write a run, as every renewal was before the batch). Two journals on one
+// database hold 2,000 runs each; their passes alternate, the order swapped every
 // iteration. batched-ms and each-ms are median passes, x-each the batched pass's time
-// over the other's (min and max too), writes/pass the writes each pass made.
+// over the other's (min and max too), writes/pass the driver calls each pass made (one
+// batch renewal, or a RenewLease a run).
 func BenchmarkLeaseRenewal(b *testing.B) {
 	const held = 2000
 	for _, driver := range []string{agentbench.SQLite, agentbench.Postgres} {

@@ -352,51 +352,133 @@ func (s *Store) RenewLease(ctx context.Context, f journal.Fence, expires time.Ti
 	return s.fencedExec(ctx, s, f, `lease_expires = ?`, ns(expires))
 }
 
-// RenewLeases implements journal.LeaseRenewer: batchIDs fences to a statement, all in
-// one write, the runs renewed coming back from the same statement. The ids are listed
-// on their own as well as in the (id, owner, epoch) values: with the values alone, or
-// joined as UPDATE ... FROM, one of Postgres and SQLite scans the whole runs table.
+// RenewLeases implements journal.LeaseRenewer: batchIDs fences to a statement, the runs
+// renewed coming back from the same statement.
+//
+// Where rows are locked (Postgres), each statement runs on its own, outside the write
+// queue, and skips the rows another transaction holds (SKIP LOCKED): it waits for no
+// write, and no write waits long for it. A row is held when its run is writing (a step,
+// its log's end), so a fence the statement skipped is read back without a lock, and one
+// that still holds is renewed on its own, after that write, as RenewLease does. A
+// statement that waited instead, inside the group commit, held hundreds of run rows
+// while it waited for one: under load the writes of other groups queued behind those
+// rows and Postgres found deadlocks among them, each a second long.
+//
+// With one writer at a time (SQLite), nothing holds a row while the queue runs a write:
+// the statements run as one write there.
 func (s *Store) RenewLeases(ctx context.Context, fences []journal.Fence, expires time.Time) ([]journal.Fence, error) {
 	if len(fences) == 0 {
 		return nil, nil
 	}
-	var lost []journal.Fence
-	err := s.tx(ctx, func(ctx context.Context, tx *txq) error {
-		lost = lost[:0] // a write the database undid runs again
-		for chunk := range slices.Chunk(fences, batchIDs) {
-			var q strings.Builder
-			args := make([]any, 1, 1+4*len(chunk))
-			args[0] = ns(expires)
-			q.WriteString(`UPDATE ` + s.runs + ` SET lease_expires = ? WHERE id IN (`)
-			for k, f := range chunk {
-				if k > 0 {
-					q.WriteByte(',')
+	if s.dia.LockUpdate == "" {
+		var lost []journal.Fence
+		err := s.tx(ctx, func(ctx context.Context, tx *txq) error {
+			lost = lost[:0] // a write the database undid runs again
+			for chunk := range slices.Chunk(fences, batchIDs) {
+				q, args := s.renewSQL(chunk, expires, false)
+				renewed, err := scanFences(tx.queryText(ctx, q, args...))
+				if err != nil {
+					return err
 				}
-				q.WriteByte('?')
-				args = append(args, f.RunID)
+				lost = appendMissing(lost, chunk, renewed)
 			}
-			q.WriteString(`) AND lease_owner <> '' AND (id, lease_owner, epoch) IN (VALUES `)
-			for k, f := range chunk {
-				if k > 0 {
-					q.WriteByte(',')
-				}
-				q.WriteString(`(?, ?, CAST(? AS BIGINT))`)
-				args = append(args, f.RunID, f.Owner, f.Epoch)
+			return nil
+		})
+		return lost, err
+	}
+	var lost, skipped []journal.Fence
+	for chunk := range slices.Chunk(fences, batchIDs) {
+		q, args := s.renewSQL(chunk, expires, true)
+		renewed, err := scanFences(s.db.DB.QueryContext(ctx, s.rebind(q), args...))
+		if err != nil {
+			return lost, err
+		}
+		missing := appendMissing(nil, chunk, renewed)
+		if len(missing) == 0 {
+			continue
+		}
+		var in strings.Builder
+		args = args[:0]
+		for k, f := range missing {
+			if k > 0 {
+				in.WriteByte(',')
 			}
-			q.WriteString(`) RETURNING id, lease_owner, epoch`)
-			renewed, err := scanFences(tx.queryText(ctx, q.String(), args...))
-			if err != nil {
-				return err
-			}
-			for _, f := range chunk {
-				if !renewed[f] {
-					lost = append(lost, f)
-				}
+			in.WriteByte('?')
+			args = append(args, f.RunID)
+		}
+		holding, err := scanFences(s.db.DB.QueryContext(ctx, s.rebind(`SELECT id, lease_owner, epoch FROM `+s.runs+
+			` WHERE id IN (`+in.String()+`) AND lease_owner <> ''`), args...))
+		if err != nil {
+			return lost, err
+		}
+		for _, f := range missing {
+			if holding[f] {
+				skipped = append(skipped, f)
+			} else {
+				lost = append(lost, f)
 			}
 		}
-		return nil
-	})
-	return lost, err
+	}
+	for _, f := range skipped {
+		switch err := s.RenewLease(ctx, f, expires); {
+		case errors.Is(err, journal.ErrLeaseLost):
+			lost = append(lost, f)
+		case err != nil:
+			return lost, err
+		}
+	}
+	return lost, nil
+}
+
+// renewSQL is RenewLeases' UPDATE of chunk, and its arguments. The ids are listed on
+// their own as well as in the (id, owner, epoch) values: with the values alone, or joined
+// as UPDATE ... FROM, one of Postgres and SQLite scans the whole runs table. With
+// skipLocked, the rows to renew are locked first, those another transaction holds left
+// out.
+func (s *Store) renewSQL(chunk []journal.Fence, expires time.Time, skipLocked bool) (string, []any) {
+	var q strings.Builder
+	args := make([]any, 0, 1+4*len(chunk))
+	if skipLocked {
+		q.WriteString(`WITH held AS (SELECT id FROM ` + s.runs)
+	} else {
+		q.WriteString(`UPDATE ` + s.runs + ` SET lease_expires = ?`)
+		args = append(args, ns(expires))
+	}
+	q.WriteString(` WHERE id IN (`)
+	for k, f := range chunk {
+		if k > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteByte('?')
+		args = append(args, f.RunID)
+	}
+	q.WriteString(`) AND lease_owner <> '' AND (id, lease_owner, epoch) IN (VALUES `)
+	for k, f := range chunk {
+		if k > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteString(`(?, ?, CAST(? AS BIGINT))`)
+		args = append(args, f.RunID, f.Owner, f.Epoch)
+	}
+	q.WriteString(`)`)
+	if skipLocked {
+		q.WriteString(s.dia.LockUpdate + ` SKIP LOCKED) UPDATE ` + s.runs + ` AS r SET lease_expires = ? FROM held
+			WHERE r.id = held.id RETURNING r.id, r.lease_owner, r.epoch`)
+		args = append(args, ns(expires))
+	} else {
+		q.WriteString(` RETURNING id, lease_owner, epoch`)
+	}
+	return q.String(), args
+}
+
+// appendMissing appends to out the fences of chunk that are not in found.
+func appendMissing(out, chunk []journal.Fence, found map[journal.Fence]bool) []journal.Fence {
+	for _, f := range chunk {
+		if !found[f] {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // scanFences reads the rows of a RETURNING id, lease_owner, epoch.
