@@ -14,7 +14,7 @@ import (
 
 // BenchmarkLeaseRenewal times one lease renewal pass of an instance that holds 2,000
 // durable runs (quiet conversations, each waiting on its model or on a person): with the
-// SQL driver's batch renewal (journal.LeaseRenewer: a statement per 500 runs) against
+// SQL driver's batch renewal (journal.LeaseRenewer: a statement per 100 runs) against
 // the same pass a run at a time (the driver behind a wrapper that hides the batch
 // method: a write a run, as every renewal was before the batch). Two journals on one
 // database hold 2,000 runs each; their passes alternate, the order swapped every
