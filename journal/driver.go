@@ -550,7 +550,7 @@ func getRunParks(ctx context.Context, d Driver, id string) (RunRecord, []ParkRec
 	return rec, parks, nil
 }
 
-// LeaseRenewer extends many leases in one write.
+// LeaseRenewer extends many leases at once.
 type LeaseRenewer interface {
 	// RenewLeases is [Driver.RenewLease] of every fence, to the same expiry, in as few
 	// statements as the driver can: it returns the fences that no longer hold (their

@@ -99,10 +99,10 @@ func (j *Journal) Close(ctx context.Context) error {
 // does every LeaseTTL/3. Tests call it with a fake clock.
 func (j *Journal) RenewOnce(ctx context.Context) { j.renewAll(ctx) }
 
-// renewAll extends the lease of every run this instance holds: in one write when the
-// driver is a [LeaseRenewer], so a pass costs the database one statement however many
-// runs the instance holds, else with a write a run. A run whose lease was lost ends its
-// execution; a database that failed counts as a fault (see [Journal.RecoverOnce]).
+// renewAll extends the lease of every run this instance holds: in one call when the
+// driver is a [LeaseRenewer] (the SQL drivers renew a hundred runs a statement), else
+// with a write a run. A run whose lease was lost ends its execution; a database that
+// failed counts as a fault (see [Journal.RecoverOnce]).
 func (j *Journal) renewAll(ctx context.Context) {
 	held := j.heldRuns()
 	runs := make(map[string]*Run, len(held))
