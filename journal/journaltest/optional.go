@@ -15,8 +15,9 @@ import (
 )
 
 // The optional driver methods ([journal.RunClaimLoader], [journal.RunSuspender],
-// [journal.StreamEndReader], [journal.LeaseRenewer], [journal.RunParksReader]) must answer as the calls they replace; a driver without one
-// skips its case, and the journal makes those calls instead.
+// [journal.StreamEndReader], [journal.LeaseRenewer], [journal.RunParksReader]) must
+// answer as the calls they replace; a driver without one skips its case, and the journal
+// makes those calls instead.
 func optionalCases() []testCase {
 	return []testCase{
 		{"Optional/ClaimRunLoadedReadsWhatTheClaimTook", optionalClaimRunLoadedReadsWhatTheClaimTook},
