@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,15 +112,15 @@ func holdRuns(b *testing.B, d journal.Driver, owner string, n int) *journal.Jour
 // journal on it renews a run at a time.
 type renewalCounter struct {
 	journal.Driver
+	n     atomic.Int64
 	mu    sync.Mutex
-	n     int64
 	lostN map[string]int
 }
 
 func (c *renewalCounter) count(lost []journal.Fence) {
+	c.n.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.n++
 	if c.lostN == nil {
 		c.lostN = map[string]int{}
 	}
@@ -128,11 +129,7 @@ func (c *renewalCounter) count(lost []journal.Fence) {
 	}
 }
 
-func (c *renewalCounter) writes() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
-}
+func (c *renewalCounter) writes() int64 { return c.n.Load() }
 
 func (c *renewalCounter) lost(owner string) int {
 	c.mu.Lock()

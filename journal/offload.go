@@ -34,6 +34,19 @@ func off[T any](fn func() (T, error)) (v T, err error) {
 	return v, err
 }
 
+// off2 is off for a call with two results.
+func off2[A, B any](fn func() (A, B, error)) (A, B, error) {
+	type pair struct {
+		a A
+		b B
+	}
+	p, err := off(func() (pair, error) {
+		a, b, err := fn()
+		return pair{a, b}, err
+	})
+	return p.a, p.b, err
+}
+
 func off0(fn func() error) error {
 	_, err := off(func() (struct{}, error) { return struct{}{}, fn() })
 	return err
@@ -70,15 +83,7 @@ func (o offloaded) RenewLease(ctx context.Context, f Fence, expires time.Time) e
 }
 
 func (o offloaded) GetRunParks(ctx context.Context, id string) (RunRecord, []ParkRecord, error) {
-	type read struct {
-		rec   RunRecord
-		parks []ParkRecord
-	}
-	r, err := off(func() (read, error) {
-		rec, parks, err := getRunParks(ctx, o.d, id)
-		return read{rec, parks}, err
-	})
-	return r.rec, r.parks, err
+	return off2(func() (RunRecord, []ParkRecord, error) { return getRunParks(ctx, o.d, id) })
 }
 
 func (o offloaded) RenewLeases(ctx context.Context, fences []Fence, expires time.Time) ([]Fence, error) {
@@ -161,27 +166,11 @@ func (o offloaded) ReadEvents(ctx context.Context, streamID string, after int64,
 }
 
 func (o offloaded) ReadStream(ctx context.Context, id string, after int64, limit int) (Stream, []EventRow, error) {
-	type read struct {
-		st   Stream
-		rows []EventRow
-	}
-	r, err := off(func() (read, error) {
-		st, rows, err := o.d.ReadStream(ctx, id, after, limit)
-		return read{st, rows}, err
-	})
-	return r.st, r.rows, err
+	return off2(func() (Stream, []EventRow, error) { return o.d.ReadStream(ctx, id, after, limit) })
 }
 
 func (o offloaded) ReadStreamEnd(ctx context.Context, id string) (Stream, []EventRow, error) {
-	type read struct {
-		st   Stream
-		rows []EventRow
-	}
-	r, err := off(func() (read, error) {
-		st, rows, err := readStreamEnd(ctx, o.d, id)
-		return read{st, rows}, err
-	})
-	return r.st, r.rows, err
+	return off2(func() (Stream, []EventRow, error) { return readStreamEnd(ctx, o.d, id) })
 }
 
 func (o offloaded) LastSeq(ctx context.Context, streamID string) (int64, error) {
