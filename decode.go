@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/bbc28f59/engine/internal/flatjson"
 	"github.com/bbc28f59/engine/internal/validate"
 )
 
@@ -259,11 +260,12 @@ func compileInput(id string, s *jsonschema.Schema) (*validate.Validator, error) 
 // decodeInput decodes raw into in, checked against the flow's input schema (compiled
 // into check when the flow was bound), then runs in's Validate method. An input the
 // validator accepts as it reads the bytes is decoded once, straight into in, as a
-// hand-written json.Unmarshal would; any other goes the long way, which finds every
-// field-level issue.
-func decodeInput(raw []byte, in any, def *FlowDef, check *validate.Validator) error {
+// hand-written json.Unmarshal would: by flat (the [flatjson.Decoder] of in's type, nil when it has
+// none) when its members are plain strings, numbers and booleans, the usual input, else by
+// json.Unmarshal. Any other input goes the long way, which finds every field-level issue.
+func decodeInput(raw []byte, in any, def *FlowDef, check *validate.Validator, flat *flatjson.Decoder) error {
 	raw = inputOrEmpty(raw, def)
-	if !check.Accepts(raw) || json.Unmarshal(raw, in) != nil {
+	if !check.Accepts(raw) || !flat.Decode(raw, in) && json.Unmarshal(raw, in) != nil {
 		reflect.ValueOf(in).Elem().SetZero() // what a failed Unmarshal may have set
 		if err := decodeChecked(raw, in, check); err != nil {
 			return err

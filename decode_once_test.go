@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/bbc28f59/engine/internal/flatjson"
 	"github.com/bbc28f59/engine/internal/validate"
 )
 
@@ -21,8 +22,9 @@ type onceIn struct {
 	Inner *struct {
 		X uint16 `json:"x"`
 	} `json:"inner,omitempty"`
-	Any  any  `json:"any,omitempty"`
-	Flag bool `json:"flag"`
+	Any   any     `json:"any,omitempty"`
+	Flag  bool    `json:"flag"`
+	Small float32 `json:"small,omitempty"`
 }
 
 // FuzzDecodeOnce holds decodeInput, which decodes an input the validator accepts once,
@@ -42,6 +44,8 @@ func FuzzDecodeOnce(f *testing.F) {
 		`{"name":"a","count":1,"ratio":1,"flag":true} x`,
 		`{"name":"a","count":1,"ratio":1,"flag":true,"inner":{"x":-1}}`,
 		`{"name":"a","count":1,"ratio":1,"flag":true,"size":2.0}`,
+		`{ "name" : "a" , "count" : -0 , "ratio" : -1.5e-3 , "flag" : false , "small" : 3.4e39 }`,
+		`{"name":"a","count":1,"ratio":1,"flag":true,"small":1e-46,"size":18446744073709551615}`,
 		`[]`, `null`, ``, `{`,
 	} {
 		f.Add([]byte(s))
@@ -57,7 +61,7 @@ func FuzzDecodeOnce(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		for _, fl := range []*onceFlowCase{plain, refined} {
 			var once, twice onceIn
-			errOnce := decodeInput(raw, &once, fl.def, fl.check)
+			errOnce := decodeInput(raw, &once, fl.def, fl.check, fl.flat)
 			errTwice := decodeChecked(inputOrEmpty(raw, fl.def), &twice, fl.check)
 			if (errOnce == nil) != (errTwice == nil) || errOnce != nil && !reflect.DeepEqual(AsError(errOnce), AsError(errTwice)) {
 				t.Fatalf("%s: decodeInput: %v\ndecodeChecked: %v", raw, errOnce, errTwice)
@@ -72,6 +76,7 @@ func FuzzDecodeOnce(f *testing.F) {
 type onceFlowCase struct {
 	def   *FlowDef
 	check *validate.Validator
+	flat  *flatjson.Decoder
 }
 
 func onceFlow(tb testing.TB, refine func(*jsonschema.Schema)) *onceFlowCase {
@@ -88,7 +93,11 @@ func onceFlow(tb testing.TB, refine func(*jsonschema.Schema)) *onceFlowCase {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &onceFlowCase{def: def, check: check}
+	flat := flatjson.New(reflect.TypeFor[onceIn]())
+	if flat == nil {
+		tb.Fatal("onceIn has no flatjson.Decoder: the fuzzer would not reach the flat decode")
+	}
+	return &onceFlowCase{def: def, check: check, flat: flat}
 }
 
 // TestAppendString holds appendString to json.Marshal, escapes and all.
@@ -106,4 +115,33 @@ func TestAppendString(t *testing.T) {
 			t.Errorf("appendString(%q) = %s, want x%s", s, got, want)
 		}
 	}
+}
+
+// BenchmarkDecodeInput is one decode of a flow's usual input, accepted by the validator:
+// decodeInput's (the check, then flatjson.Decoder) against the same check followed by
+// encoding/json's Unmarshal.
+func BenchmarkDecodeInput(b *testing.B) {
+	fl := onceFlow(b, nil)
+	raw := []byte(`{"name":"ab","count":12,"ratio":1.5,"flag":true}`)
+	b.Run("engine", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var in onceIn
+			if err := decodeInput(raw, &in, fl.def, fl.check, fl.flat); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var in onceIn
+			if !fl.check.Accepts(raw) {
+				b.Fatal("not accepted")
+			}
+			if err := json.Unmarshal(raw, &in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

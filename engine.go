@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"sync"
 	"time"
+
+	"github.com/bbc28f59/engine/internal/flatjson"
 )
 
 // App is an application server built from units of flows. Build it with [New]; serve it
@@ -385,6 +387,7 @@ func bind[In any](def *FlowDef, h func(fx *Fx, in In) (any, error), opts []BindO
 		if err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}
+		flat := flatjson.New(reflect.TypeFor[In]())
 		b := &binding{def: def}
 		b.handle = func(fx *Fx, in any) (any, error) {
 			v, ok := in.(In)
@@ -396,7 +399,7 @@ func bind[In any](def *FlowDef, h func(fx *Fx, in In) (any, error), opts []BindO
 		b.zero = func() any { var in In; return in }
 		b.decode = func(raw []byte) (any, error) {
 			var in In
-			if err := decodeInput(raw, &in, def, check); err != nil {
+			if err := decodeInput(raw, &in, def, check, flat); err != nil {
 				return nil, err
 			}
 			return in, nil

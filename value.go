@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/bbc28f59/engine/internal/flatjson"
 	"github.com/bbc28f59/engine/internal/validate"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -17,6 +18,7 @@ import (
 type Decoder[T any] struct {
 	def   *FlowDef // the schema's holder, as decodeInput reads it
 	check *validate.Validator
+	flat  *flatjson.Decoder
 }
 
 // NewDecoder prepares the decoder of T. It fails when JSON Schema cannot describe T, or
@@ -31,7 +33,7 @@ func NewDecoder[T any]() (*Decoder[T], error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	return &Decoder[T]{def: &FlowDef{inType: t, inSchema: s}, check: check}, nil
+	return &Decoder[T]{def: &FlowDef{inType: t, inSchema: s}, check: check, flat: flatjson.New(t)}, nil
 }
 
 // Schema returns a copy of T's JSON Schema, the one values are checked against.
@@ -41,7 +43,7 @@ func (d *Decoder[T]) Schema() *jsonschema.Schema { return d.def.inSchema.CloneSc
 // ValidationError ([Invalid]) whose data lists every issue, each with its JSON path.
 func (d *Decoder[T]) Decode(raw []byte) (T, error) {
 	var v T
-	if err := decodeInput(raw, &v, d.def, d.check); err != nil {
+	if err := decodeInput(raw, &v, d.def, d.check, d.flat); err != nil {
 		var zero T
 		return zero, err
 	}

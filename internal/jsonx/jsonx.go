@@ -131,25 +131,28 @@ func marshalledValue(b []byte, i, depth int) (int, bool) {
 			}
 		}
 	case c == 't':
-		return literal(b, i, "true")
+		return ScanLiteral(b, i, "true")
 	case c == 'f':
-		return literal(b, i, "false")
+		return ScanLiteral(b, i, "false")
 	case c == 'n':
-		return literal(b, i, "null")
+		return ScanLiteral(b, i, "null")
 	default:
-		return marshalledNumber(b, i)
+		return ScanNumber(b, i)
 	}
 }
 
-func literal(b []byte, i int, word string) (int, bool) {
+// ScanLiteral checks that the literal word (true, false or null) stands at b[i] and
+// returns where it ends.
+func ScanLiteral(b []byte, i int, word string) (int, bool) {
 	if len(b)-i < len(word) || string(b[i:i+len(word)]) != word {
 		return i, false
 	}
 	return i + len(word), true
 }
 
-// marshalledNumber checks a JSON number at b[i]: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-func marshalledNumber(b []byte, i int) (int, bool) {
+// ScanNumber checks a JSON number at b[i], -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?,
+// and returns where it ends.
+func ScanNumber(b []byte, i int) (int, bool) {
 	if i < len(b) && b[i] == '-' {
 		i++
 	}
