@@ -89,12 +89,12 @@ func New(t reflect.Type) *Decoder {
 	return f
 }
 
-// unmarshals reports whether t or *t decodes itself (json.Unmarshaler or
-// encoding.TextUnmarshaler), which json.Unmarshal would call.
+// unmarshals reports whether t decodes itself (json.Unmarshaler or
+// encoding.TextUnmarshaler, with a value or a pointer receiver: *t's methods include
+// both), which json.Unmarshal would call.
 func unmarshals(t reflect.Type) bool {
 	p := reflect.PointerTo(t)
-	return t.Implements(unmarshalerType) || t.Implements(textUnmarshalerType) ||
-		p.Implements(unmarshalerType) || p.Implements(textUnmarshalerType)
+	return p.Implements(unmarshalerType) || p.Implements(textUnmarshalerType)
 }
 
 func sizeBits(t reflect.Type) int {

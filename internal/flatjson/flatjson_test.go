@@ -36,7 +36,7 @@ type flatIn struct {
 
 var flatSeeds = []string{
 	`{"s":"a","b":true,"i":-12,"i8":127,"i64":9007199254740993,"u":3,"u16":65535,"f32":1.5,"f64":-2.5e-3,"level":2,"Plain":"p"}`,
-	`{}`, ` { } `, `{"s":""}`, `{"s":"é ü"}`, `{"s":"a\"b"}`, `{"s":"a\\u0041"}`, `{"s":"\xff"}`,
+	`{}`, ` { } `, `{"s":""}`, `{"s":"é ü"}`, `{"s":"a\"b"}`, `{"s":"a\\u0041"}`, "{\"s\":\"\xff\"}",
 	`{"i8":128}`, `{"i8":-129}`, `{"i":1.0}`, `{"i":1e2}`, `{"i":-0}`, `{"i":01}`, `{"i":+1}`,
 	`{"u":-1}`, `{"u":-0}`, `{"f32":3.5e38}`, `{"f32":1e-46}`, `{"f64":1e400}`, `{"f64":-0}`,
 	`{"b":null}`, `{"b":tru}`, `{"b":truex}`, `{"b":false }`, `{"quoted":"12"}`, `{"upper":"abc"}`,
@@ -87,7 +87,7 @@ func TestDecoderReads(t *testing.T) {
 		{"{\n\"i\"\r:\t1\n}", true},
 		{`{"s":"a","s":"b"}`, true}, // json.Unmarshal keeps the last; so does the Decoder
 		{`{"s":"a\"b"}`, false},     // escaped
-		{`{"s":"\xff"}`, false},     // json.Unmarshal would replace the byte
+		{"{\"s\":\"\xff\"}", false}, // json.Unmarshal would replace the byte
 		{`{"i8":128}`, false},
 		{`{"i":1.0}`, false},
 		{`{"f64":1e400}`, false},
@@ -99,6 +99,10 @@ func TestDecoderReads(t *testing.T) {
 		{`{"extra":1}`, false},
 		{`{"s":"a"} x`, false},
 		{`null`, false},
+		// Every delimiter a value may end at; then input cut short or broken at each step.
+		{"{\"i\":1,\"u\":2 ,\"u16\":3\t,\"i8\":4\r,\"i64\":5\n,\"b\":true}", true},
+		{`{"s"`, false}, {`{"s":`, false}, {`{"s":"a"`, false}, {`{"s":"abc`, false}, {`{"s`, false},
+		{`{"i":1`, false}, {`{"b":true`, false}, {`{"s"x"a"}`, false}, {`{"b":}`, false}, {`{"i":}`, false}, {`{"f64":1.}`, false}, {`{"f64":-}`, false},
 	} {
 		var got, want flatIn
 		if read := flat.Decode([]byte(c.raw), &got); read != c.read {
@@ -134,6 +138,17 @@ func TestNewDeclinesTypes(t *testing.T) {
 		if New(typ) != nil {
 			t.Errorf("%s (%v): New made a Decoder", name, typ)
 		}
+	}
+	blank := New(reflect.TypeFor[struct {
+		_ int // unexported: not a member json.Unmarshal fills; the fields after it are
+		A int
+	}]())
+	if blank == nil || len(blank.fields) != 1 {
+		t.Errorf("a struct with a blank field: %+v, want its one exported field", blank)
+	}
+	var none *Decoder // New's answer for a type it leaves to json.Unmarshal
+	if none.Decode([]byte(`{}`), new(flatIn)) {
+		t.Error("a nil Decoder read a value")
 	}
 	if New(reflect.TypeFor[struct{ A int }]()).Decode([]byte(`{"A":1}`), new(flatIn)) {
 		t.Error("Decode read into a value of another type")
