@@ -260,9 +260,10 @@ func compileInput(id string, s *jsonschema.Schema) (*validate.Validator, error) 
 // decodeInput decodes raw into in, checked against the flow's input schema (compiled
 // into check when the flow was bound), then runs in's Validate method. An input the
 // validator accepts as it reads the bytes is decoded once, straight into in, as a
-// hand-written json.Unmarshal would: by flat (the [flatjson.Decoder] of in's type, nil when it has
-// none) when its members are plain strings, numbers and booleans, the usual input, else by
-// json.Unmarshal. Any other input goes the long way, which finds every field-level issue.
+// hand-written json.Unmarshal would: by flat (the [flatjson.Decoder] of in's type, nil
+// when it has none) when its members are plain strings, numbers and booleans, the usual
+// input, else by json.Unmarshal. Any other input goes the long way, which finds every
+// field-level issue.
 func decodeInput(raw []byte, in any, def *FlowDef, check *validate.Validator, flat *flatjson.Decoder) error {
 	raw = inputOrEmpty(raw, def)
 	if !check.Accepts(raw) || !flat.Decode(raw, in) && json.Unmarshal(raw, in) != nil {

@@ -19,7 +19,7 @@ import (
 // struct type, as json.Unmarshal does, without encoding/json's reflection walk and its
 // allocations. It reads only what it can read exactly as json.Unmarshal would, and declines anything
 // else (a member it does not know by its exact name, an escaped or nested value, null, a
-// number its field cannot hold), leaving the value zero, so that the caller decodes it
+// number its field cannot hold, a json.Number), leaving the value zero, so that the caller decodes it
 // with json.Unmarshal instead. It is meant for input that is known to be one valid JSON
 // value (package engine calls it after its validator accepted the bytes); it checks the
 // syntax it reads all the same. A Decoder is safe for concurrent use.
@@ -40,6 +40,7 @@ type flatField struct {
 var (
 	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	numberType          = reflect.TypeFor[json.Number]()
 )
 
 // New returns the Decoder of struct type t, or nil when t is not a struct or its fields
@@ -75,7 +76,8 @@ func New(t reflect.Type) *Decoder {
 			}
 		}
 		ff := flatField{name: name, index: i}
-		if !hasOption(opts, "string") && !unmarshals(sf.Type) {
+		// json.Number is a string that json.Unmarshal checks is a number: left to it.
+		if !hasOption(opts, "string") && !unmarshals(sf.Type) && sf.Type != numberType {
 			switch k := sf.Type.Kind(); k {
 			case reflect.String, reflect.Bool,
 				reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,

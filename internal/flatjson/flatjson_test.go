@@ -16,21 +16,22 @@ func (u *upper) UnmarshalText(b []byte) error { *u = upper(strings.ToUpper(strin
 
 // flatIn has a field of every kind Flat reads, and fields a Decoder must decline or skip.
 type flatIn struct {
-	S      string  `json:"s"`
-	B      bool    `json:"b,omitempty"`
-	I      int     `json:"i"`
-	I8     int8    `json:"i8"`
-	I64    int64   `json:"i64"`
-	U      uint    `json:"u"`
-	U16    uint16  `json:"u16"`
-	F32    float32 `json:"f32"`
-	F64    float64 `json:"f64"`
-	Level  level   `json:"level"`
-	Quoted int     `json:"quoted,string"`
-	Upper  upper   `json:"upper"`
-	List   []int   `json:"list"`
-	Ptr    *int    `json:"ptr"`
-	Skip   string  `json:"-"`
+	S      string      `json:"s"`
+	B      bool        `json:"b,omitempty"`
+	I      int         `json:"i"`
+	I8     int8        `json:"i8"`
+	I64    int64       `json:"i64"`
+	U      uint        `json:"u"`
+	U16    uint16      `json:"u16"`
+	F32    float32     `json:"f32"`
+	F64    float64     `json:"f64"`
+	Level  level       `json:"level"`
+	Quoted int         `json:"quoted,string"`
+	Upper  upper       `json:"upper"`
+	List   []int       `json:"list"`
+	Ptr    *int        `json:"ptr"`
+	Num    json.Number `json:"num"`
+	Skip   string      `json:"-"`
 	Plain  string
 }
 
@@ -40,7 +41,7 @@ var flatSeeds = []string{
 	`{"i8":128}`, `{"i8":-129}`, `{"i":1.0}`, `{"i":1e2}`, `{"i":-0}`, `{"i":01}`, `{"i":+1}`,
 	`{"u":-1}`, `{"u":-0}`, `{"f32":3.5e38}`, `{"f32":1e-46}`, `{"f64":1e400}`, `{"f64":-0}`,
 	`{"b":null}`, `{"b":tru}`, `{"b":truex}`, `{"b":false }`, `{"quoted":"12"}`, `{"upper":"abc"}`,
-	`{"list":[1]}`, `{"ptr":1}`, `{"S":"fold"}`, `{"plain":"fold"}`, `{"extra":1}`,
+	`{"list":[1]}`, `{"ptr":1}`, `{"num":"abc"}`, `{"num":"12"}`, `{"num":12}`, `{"S":"fold"}`, `{"plain":"fold"}`, `{"extra":1}`,
 	`{"s":"a","s":"b"}`, `{"s":"a",}`, `{"s":"a"} x`, `{"s":"a"}}`, `{"s" "a"}`, `{"s":"a" "i":1}`,
 	`[]`, `null`, `""`, ``, `{`, "{\"s\":\"a\tb\"}", "{\n\"i\"\r:\t1\n}",
 }
@@ -95,6 +96,8 @@ func TestDecoderReads(t *testing.T) {
 		{`{"quoted":"12"}`, false},
 		{`{"upper":"abc"}`, false},
 		{`{"list":[1]}`, false},
+		{`{"num":"abc"}`, false}, // json.Unmarshal refuses a json.Number that is not a number
+		{`{"num":12}`, false},
 		{`{"S":"fold"}`, false}, // json.Unmarshal matches names without case; the Decoder leaves that to it
 		{`{"extra":1}`, false},
 		{`{"s":"a"} x`, false},
