@@ -17,19 +17,20 @@ import (
 
 // Decoder decodes a JSON object whose members are strings, numbers and booleans into one
 // struct type, as json.Unmarshal does, without encoding/json's reflection walk and its
-// allocations. It reads only what it can read exactly as json.Unmarshal would, and declines anything
-// else (a member it does not know by its exact name, an escaped or nested value, null, a
-// number its field cannot hold, a json.Number), leaving the value zero, so that the caller decodes it
-// with json.Unmarshal instead. It is meant for input that is known to be one valid JSON
-// value (package engine calls it after its validator accepted the bytes); it checks the
-// syntax it reads all the same. A Decoder is safe for concurrent use.
+// allocations. It reads only what it can read exactly as json.Unmarshal would and
+// declines anything else (a member it does not know by its exact name, an escaped or
+// nested value, null, a number its field cannot hold, a json.Number), so that the caller
+// decodes that input with json.Unmarshal instead. It is meant for input known to be one
+// valid JSON value (package engine calls it after its validator accepted the bytes); it
+// checks the syntax it reads all the same. A Decoder is safe for concurrent use.
 type Decoder struct {
 	typ    reflect.Type
 	fields []flatField
 }
 
-// flatField is one member a Decoder can meet: its JSON name, the field's index, and how its
-// value is read (kind 0 when the Decoder declines it, as for a slice or a ",string" field).
+// flatField is one member a Decoder can meet: its JSON name, the field's index, and how
+// its value is read (kind 0 when the Decoder declines it, as for a slice or a ",string"
+// field).
 type flatField struct {
 	name  string
 	index int
@@ -129,8 +130,8 @@ func validName(s string) bool {
 	return true
 }
 
-// Decode decodes raw into the struct ptr points to, which must be a pointer to the type
-// f was made for, and reports whether it did. When it declines, *ptr is left zero.
+// Decode decodes raw into the struct ptr points to, which must be a non-nil pointer to the
+// type f was made for, and reports whether it did. When it declines raw, *ptr is zero.
 func (f *Decoder) Decode(raw []byte, ptr any) bool {
 	if f == nil {
 		return false
