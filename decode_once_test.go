@@ -1,7 +1,11 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"testing"
 
@@ -144,4 +148,54 @@ func BenchmarkDecodeInput(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestBoundFlowsReadPlainInputsFlat holds the wiring of the flat reader: a flow whose input
+// is a struct of plain fields gets one, a map input none, and a call over HTTP reaches the
+// handler with the input as sent, whether the reader took it or left it to json.Unmarshal
+// (an escaped string) or to the long way (a bad count, answered 400).
+func TestBoundFlowsReadPlainInputsFlat(t *testing.T) {
+	t.Parallel()
+	type plainIn struct {
+		Name  string  `json:"name"`
+		Count int     `json:"count"`
+		Ratio float64 `json:"ratio,omitempty"`
+		Flag  bool    `json:"flag,omitempty"`
+	}
+	u := NewUnit("flat")
+	plain := Define[plainIn, plainIn](u, "plain", Public())
+	loose := Define[map[string]any, map[string]any](u, "loose", Public())
+	app, err := New(
+		Bind(plain, func(_ *Fx, in plainIn) (plainIn, error) { return in, nil }),
+		Bind(loose, func(_ *Fx, in map[string]any) (map[string]any, error) { return in, nil }),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if app.bindings["flat.plain"].flat == nil {
+		t.Fatal("flat.plain was bound without the flat reader")
+	}
+	if app.bindings["flat.loose"].flat != nil {
+		t.Fatal("flat.loose, a map input, was bound with the flat reader")
+	}
+	if d, err := NewDecoder[plainIn](); err != nil || d.flat == nil {
+		t.Fatalf("NewDecoder[plainIn]: %v, flat reader %v", err, d.flat)
+	}
+	srv := httptest.NewServer(app.Handler())
+	defer srv.Close()
+	for _, c := range []struct{ body, status, want string }{
+		{`{"name":"né","count":-12,"ratio":1.5,"flag":true}`, "200 OK", `{"name":"né","count":-12,"ratio":1.5,"flag":true}`},
+		{`{"name":"a\u0041","count":1}`, "200 OK", `{"name":"aA","count":1}`},
+		{`{"name":"a","count":1.5}`, "400 Bad Request", `"path":"count"`},
+	} {
+		resp, err := http.Post(srv.URL+RPCPrefix+"flat/plain", "application/json", bytes.NewReader([]byte(c.body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.Status != c.status || !bytes.Contains(got, []byte(c.want)) {
+			t.Errorf("POST %s: %s %s, want %s holding %s", c.body, resp.Status, got, c.status, c.want)
+		}
+	}
 }

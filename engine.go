@@ -361,6 +361,7 @@ type binding struct {
 	handle     HandlerFunc // the typed handler wrapped, before middleware
 	call       HandlerFunc // with middleware and the durable runner
 	decode     func(raw []byte) (any, error)
+	flat       *flatjson.Decoder // decode's reader of plain inputs; nil for an In it leaves to json.Unmarshal
 	zero       func() any
 	values     map[any]any
 }
@@ -387,8 +388,7 @@ func bind[In any](def *FlowDef, h func(fx *Fx, in In) (any, error), opts []BindO
 		if err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}
-		flat := flatjson.New(reflect.TypeFor[In]())
-		b := &binding{def: def}
+		b := &binding{def: def, flat: flatjson.New(reflect.TypeFor[In]())}
 		b.handle = func(fx *Fx, in any) (any, error) {
 			v, ok := in.(In)
 			if !ok && in != nil {
@@ -399,7 +399,7 @@ func bind[In any](def *FlowDef, h func(fx *Fx, in In) (any, error), opts []BindO
 		b.zero = func() any { var in In; return in }
 		b.decode = func(raw []byte) (any, error) {
 			var in In
-			if err := decodeInput(raw, &in, def, check, flat); err != nil {
+			if err := decodeInput(raw, &in, def, check, b.flat); err != nil {
 				return nil, err
 			}
 			return in, nil
