@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,6 +74,72 @@ func TestRampFindsTheKnee(t *testing.T) {
 	t.Log("\n" + table.String())
 	if !strings.Contains(table.String(), "raw") {
 		t.Fatalf("the table has no raw row:\n%s", table.String())
+	}
+}
+
+// TestInterleaved ramps the deliberately slow raw server and the engine without a
+// journal together: both must be held at the same levels, each level on one and then
+// the other with the order swapped from level to level, and the slow server's ramp must
+// still find its knee. Like TestRampFindsTheKnee it asserts no timing.
+func TestInterleaved(t *testing.T) {
+	t.Parallel()
+	ramp := smallRamp()
+	ramp.Max = 16
+	var mu sync.Mutex
+	var order []string
+	opts := Options{Targets: []string{"raw", "none"}, SlowToken: 2 * time.Millisecond, Ramp: ramp, Idle: -1, Interleave: true,
+		Progress: func(target, line string) {
+			t.Logf("%s: %s", target, line)
+			if strings.Contains(line, " conversations: ") {
+				mu.Lock()
+				order = append(order, target)
+				mu.Unlock()
+			}
+		}}
+	rep, err := Run(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Interleaved || len(rep.Results) != 2 {
+		t.Fatalf("interleaved %v, %d results", rep.Interleaved, len(rep.Results))
+	}
+	var levels [2][]int
+	for i, r := range rep.Results {
+		if r.Error != "" || r.Ramp == nil {
+			t.Fatalf("%s: %s", r.Target, r.Error)
+		}
+		for _, l := range r.Ramp.Levels {
+			levels[i] = append(levels[i], l.Conversations)
+			if l.Tokens == 0 || !l.DelayP99.Known() {
+				t.Errorf("%s level %d: figures missing: %+v", r.Target, l.Conversations, l)
+			}
+		}
+	}
+	if !slices.Equal(levels[0], levels[1]) || len(levels[0]) < 2 {
+		t.Fatalf("the targets were held at different levels: raw %v, none %v", levels[0], levels[1])
+	}
+	if len(order) != 2*len(levels[0]) {
+		t.Fatalf("%d levels reported for %d levels of two targets", len(order), len(levels[0]))
+	}
+	for k := range levels[0] {
+		first, second := opts.Targets[k%2], opts.Targets[(k+1)%2]
+		if order[2*k] != first || order[2*k+1] != second {
+			t.Fatalf("level %d was held on %s then %s, want %s then %s (order %v)", k, order[2*k], order[2*k+1], first, second, order)
+		}
+	}
+	raw := rep.Results[0].Ramp
+	if raw.Bounded || raw.Knee >= 16 {
+		t.Fatalf("the slow server's knee %d (bounded %v): it held more than it can stream", raw.Knee, raw.Bounded)
+	}
+	var table bytes.Buffer
+	if err := WriteTable(&table, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "interleaved") {
+		t.Fatalf("the table does not say the ramps were interleaved:\n%s", table.String())
+	}
+	if _, err := Run(t.Context(), Options{Targets: []string{"raw"}, Interleave: true}); err == nil {
+		t.Fatal("one target interleaved with nothing ran")
 	}
 }
 

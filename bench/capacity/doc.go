@@ -36,8 +36,10 @@
 // neighbour's burst on a shared machine does not set the knee. After the first failing
 // level it bisects between it and the last level that held. The knee is the largest level
 // that held; the ramp has a time budget and a largest level, past which the knee is
-// reported as a lower bound. The idle end ([IdleStreams]) opens conversations whose model
-// waits an hour for its first token and reads the server's growth per open stream.
+// reported as a lower bound. [RunInterleaved] ramps several targets together, every level
+// held on each in turn, for comparing knees on a machine whose speed drifts. The idle end
+// ([IdleStreams]) opens conversations whose model waits an hour for its first token and
+// reads the server's growth per open stream.
 //
 // Figures that could not be read are [Figure] NaN (null in JSON, "-" in tables), never 0.
 package capacity

@@ -64,6 +64,10 @@ type Options struct {
 	Server string
 	// SlowToken is passed to the raw target's server ([ServerConfig.SlowToken]).
 	SlowToken time.Duration
+	// Interleave measures the targets together ([RunInterleaved]): their servers run side
+	// by side and every level is held on each in turn, so a drift of the machine's speed
+	// reaches every target's knee alike. It needs two targets or more and no Endpoint.
+	Interleave bool
 	// Progress, when set, receives a line per step.
 	Progress func(target, line string)
 }
@@ -96,7 +100,9 @@ type Report struct {
 	Pace      Pace          `json:"pace"`
 	ToolShare float64       `json:"toolShare"`
 	Threshold time.Duration `json:"thresholdNs"`
-	Results   []Result      `json:"results"`
+	// Interleaved says the targets were ramped together ([Options.Interleave]).
+	Interleaved bool     `json:"interleaved,omitempty"`
+	Results     []Result `json:"results"`
 }
 
 // Run measures every target in turn, each on a fresh server process (and a fresh one
@@ -129,6 +135,9 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	} else if err := opts.Endpoint.defaults(); err != nil {
 		return Report{}, err
 	}
+	if opts.Interleave && (opts.Endpoint.URL != "" || len(opts.Targets) < 2) {
+		return Report{}, errors.New("capacity: interleaving ramps two of the repository's targets or more together, not an app's endpoint")
+	}
 	if opts.PostgresDSN == "" {
 		opts.PostgresDSN = os.Getenv(agentbench.PostgresEnv)
 	}
@@ -137,12 +146,15 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 		progress = func(string, string) {}
 	}
 	rep := Report{Started: time.Now(), Go: runtime.Version(), CPUs: runtime.NumCPU(), LoadBefore: LoadAverage(), Nice: niceness(),
-		Pace: opts.Ramp.Pace, ToolShare: max(0, opts.Ramp.ToolShare), Threshold: opts.Ramp.Threshold}
-	if opts.Endpoint.URL != "" {
+		Pace: opts.Ramp.Pace, ToolShare: max(0, opts.Ramp.ToolShare), Threshold: opts.Ramp.Threshold, Interleaved: opts.Interleave}
+	switch {
+	case opts.Endpoint.URL != "":
 		rep.Results = append(rep.Results, runEndpoint(ctx, opts, progress))
+	case opts.Interleave:
+		rep.Results = runInterleaved(ctx, opts, progress)
 	}
 	for _, t := range opts.Targets {
-		if opts.Endpoint.URL != "" {
+		if opts.Endpoint.URL != "" || opts.Interleave {
 			break
 		}
 		if err := ctx.Err(); err != nil {
@@ -209,67 +221,136 @@ func runEndpoint(ctx context.Context, opts Options, progress func(string, string
 }
 
 // runTarget measures one of the repository's targets on servers of its own.
-func runTarget(ctx context.Context, opts Options, target string, progress func(string, string)) Result {
-	res := Result{Target: target}
-	cfg, _ := ServerConfigOf(target)
-	if cfg.Raw {
-		cfg.SlowToken = opts.SlowToken
-	}
-	probe := Probe{SQLite: cfg.Journal == agentbench.SQLite}
-	if cfg.Journal == agentbench.Postgres {
-		if opts.PostgresDSN == "" {
-			res.Error = agentbench.ErrNoPostgres.Error()
-			return res
-		}
-		dsn, db, drop, err := newDatabase(ctx, opts.PostgresDSN, opts.PostgresPool)
-		if err != nil {
-			res.Error = err.Error()
-			return res
-		}
-		defer drop()
-		cfg.PostgresDSN, probe.PostgresDSN, probe.Database = dsn, opts.PostgresDSN, db
-	}
-	res.Commits = probe.Commits()
-	start := func() (*testenv.Process, Endpoint, Probe, error) {
-		spec, _ := json.Marshal(cfg)
-		proc, err := testenv.Start(opts.Server, testenv.ProcessOptions{Env: []string{ServerEnv + "=" + string(spec)}, Ready: 2 * time.Minute})
-		if err != nil {
-			return nil, Endpoint{}, Probe{}, fmt.Errorf("capacity: starting the %s server: %w", target, err)
-		}
-		p := probe
-		p.PID, p.StatsURL = proc.Pid(), proc.URL+StatsPath
-		return proc, Endpoint{URL: proc.URL + ChatPath}, p, nil
-	}
-	progress(target, "starting its server")
-	proc, ep, p, err := start()
+func runTarget(ctx context.Context, opts Options, name string, progress func(string, string)) Result {
+	res := Result{Target: name}
+	t, err := newTarget(ctx, opts, name)
 	if err != nil {
 		res.Error = err.Error()
 		return res
 	}
-	ramp, err := RunRamp(ctx, ep, p, withProgress(opts.Ramp, target, progress))
+	defer t.close()
+	res.Commits = t.probe.Commits()
+	progress(name, "starting its server")
+	proc, ep, p, err := t.start(opts.Server)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	ramp, err := RunRamp(ctx, ep, p, withProgress(opts.Ramp, name, progress))
 	proc.Stop(10 * time.Second)
 	if err != nil {
 		res.Error = err.Error()
 		return res
 	}
 	res.Ramp = &ramp
-	if opts.Idle < 0 {
+	t.idle(ctx, opts, progress, &res)
+	return res
+}
+
+// runInterleaved measures the repository's targets together ([RunInterleaved]), each on
+// a server of its own, the servers running side by side, then each one's idle end on a
+// fresh server.
+func runInterleaved(ctx context.Context, opts Options, progress func(string, string)) []Result {
+	res := make([]Result, len(opts.Targets))
+	var (
+		ts     []*target
+		sides  []Side
+		failed error
+	)
+	for i, name := range opts.Targets {
+		res[i].Target = name
+		t, err := newTarget(ctx, opts, name)
+		if err != nil {
+			failed = err
+			break
+		}
+		defer t.close()
+		res[i].Commits = t.probe.Commits()
+		progress(name, "starting its server")
+		proc, ep, p, err := t.start(opts.Server)
+		if err != nil {
+			failed = err
+			break
+		}
+		defer proc.Stop(10 * time.Second)
+		ts = append(ts, t)
+		sides = append(sides, Side{Endpoint: ep, Probe: p, Progress: withProgress(opts.Ramp, name, progress).Progress})
+	}
+	var ramps []Ramp
+	if failed == nil {
+		ramps, failed = RunInterleaved(ctx, sides, opts.Ramp)
+	}
+	if failed != nil {
+		for i := range res {
+			res[i].Error = "interleaved: " + failed.Error()
+		}
 		return res
 	}
-	progress(target, fmt.Sprintf("opening %d idle streams on a fresh server", opts.Idle))
-	proc, ep, p, err = start()
+	for i, t := range ts {
+		res[i].Ramp = &ramps[i]
+		t.idle(ctx, opts, progress, &res[i])
+	}
+	return res
+}
+
+// target is one of the repository's targets, ready to start servers of.
+type target struct {
+	name  string
+	cfg   ServerConfig
+	probe Probe
+	close func() // drops its Postgres database, if it has one
+}
+
+func newTarget(ctx context.Context, opts Options, name string) (*target, error) {
+	cfg, _ := ServerConfigOf(name)
+	if cfg.Raw {
+		cfg.SlowToken = opts.SlowToken
+	}
+	t := &target{name: name, cfg: cfg, probe: Probe{SQLite: cfg.Journal == agentbench.SQLite}, close: func() {}}
+	if cfg.Journal == agentbench.Postgres {
+		if opts.PostgresDSN == "" {
+			return nil, agentbench.ErrNoPostgres
+		}
+		dsn, db, drop, err := newDatabase(ctx, opts.PostgresDSN, opts.PostgresPool)
+		if err != nil {
+			return nil, err
+		}
+		t.cfg.PostgresDSN, t.probe.PostgresDSN, t.probe.Database, t.close = dsn, opts.PostgresDSN, db, drop
+	}
+	return t, nil
+}
+
+// start starts a server of the target from the executable server.
+func (t *target) start(server string) (*testenv.Process, Endpoint, Probe, error) {
+	spec, _ := json.Marshal(t.cfg)
+	proc, err := testenv.Start(server, testenv.ProcessOptions{Env: []string{ServerEnv + "=" + string(spec)}, Ready: 2 * time.Minute})
+	if err != nil {
+		return nil, Endpoint{}, Probe{}, fmt.Errorf("capacity: starting the %s server: %w", t.name, err)
+	}
+	p := t.probe
+	p.PID, p.StatsURL = proc.Pid(), proc.URL+StatsPath
+	return proc, Endpoint{URL: proc.URL + ChatPath}, p, nil
+}
+
+// idle measures the target's idle end on a fresh server, so a ramp's heap does not hide
+// the idle streams' growth, into res.
+func (t *target) idle(ctx context.Context, opts Options, progress func(string, string), res *Result) {
+	if opts.Idle < 0 {
+		return
+	}
+	progress(t.name, fmt.Sprintf("opening %d idle streams on a fresh server", opts.Idle))
+	proc, ep, p, err := t.start(opts.Server)
 	if err != nil {
 		res.IdleError = err.Error()
-		return res
+		return
 	}
 	defer proc.Stop(10 * time.Second)
 	idle, err := IdleStreams(ctx, ep, p, opts.Idle)
 	if err != nil {
 		res.IdleError = err.Error()
-		return res
+		return
 	}
 	res.Idle = &idle
-	return res
 }
 
 func withProgress(o RampOptions, target string, progress func(string, string)) RampOptions {

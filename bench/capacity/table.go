@@ -62,7 +62,11 @@ func WriteTable(w io.Writer, rep Report) error {
 	if label != "" {
 		label += ", "
 	}
-	fmt.Fprintf(w, "%s%s, %d CPUs, scheduling group nice %d, load average %.2f before and %.2f after, %s\n\n", label, rep.Go, rep.CPUs, rep.Nice, rep.LoadBefore, rep.LoadAfter, rep.Elapsed.Round(time.Second))
+	fmt.Fprintf(w, "%s%s, %d CPUs, scheduling group nice %d, load average %.2f before and %.2f after, %s\n", label, rep.Go, rep.CPUs, rep.Nice, rep.LoadBefore, rep.LoadAfter, rep.Elapsed.Round(time.Second))
+	if rep.Interleaved {
+		fmt.Fprintln(w, "interleaved: the targets were ramped together, every level held on each in turn from no conversations up")
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target\tknee\ttokens/s\tp50 ms\tp99 ms\tfollow p99 ms\tstart p99 ms\tCPU µs/token\tconv/core\tserver cores\tclient cores\tother cores\tRSS KiB/conv\theap KiB/conv\tcommits/s\tidle streams\tidle RSS KiB\tidle heap KiB\t")
 	var notes []string

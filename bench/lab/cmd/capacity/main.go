@@ -11,6 +11,7 @@
 //	cd bench/lab
 //	go run ./cmd/capacity                                   # every target, about 15-20 min
 //	go run ./cmd/capacity -targets raw,sqlite-durable -budget 1m
+//	go run ./cmd/capacity -targets raw,none -interleave -start 575 -idle -1
 //	go run ./cmd/capacity -url http://127.0.0.1:8080/chat \
 //	    -header 'Authorization: Bearer …' -body '{"message":{{message}}}' -pid 12345
 //	go run ./cmd/capacity -from out/capacity.json           # the table and plots of a saved run
@@ -89,6 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&label, "label", "", "what is measured, shown on the table and plots (default: git describe)")
 	fs.StringVar(&replot, "from", "", "print the table of this capacity.json, draw its plots into -out, and exit")
 	fs.BoolVar(&pgCeiling, "pg-ceiling", false, "measure the Postgres server's commit and NOTIFY ceilings and connection budget instead")
+	fs.BoolVar(&o.Interleave, "interleave", false, "ramp the targets together: every level held on each target in turn, so a drift of the machine's speed reaches all alike")
 	fs.IntVar(&priority, "nice", 0, "run the benchmark (client and servers) at this niceness, e.g. -10 on a shared machine (negative needs root)")
 	if err := fs.Parse(args); err != nil {
 		return 2
