@@ -6,6 +6,7 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/bbc28f59/engine/ai/agui"
 )
@@ -24,6 +25,7 @@ func (s *loopState) stream(ctx context.Context, req *Request) iter.Seq2[Chunk, e
 // would take room in the frames the goroutine waits on the model under.
 func (s *loopState) streamTurn(ctx context.Context, stepName string, req *Request, into *turn) error {
 	b := &turnBuilder{s: s, open: -1}
+	defer b.textBuf.release()
 	for chunk, err := range s.stream(ctx, req) {
 		if err != nil {
 			if ctx.Err() != nil {
@@ -71,7 +73,7 @@ func (b *turnBuilder) cut(ctx context.Context) {
 	b.endReasoning()
 	b.endText()
 	b.endCall()
-	if b.textBuf.Len() > 0 {
+	if b.textBuf.n > 0 {
 		b.s.text = b.textBuf.String()
 	}
 }
@@ -83,7 +85,7 @@ func (b *turnBuilder) cut(ctx context.Context) {
 type turnBuilder struct {
 	s        *loopState
 	t        turn
-	textBuf  strings.Builder
+	textBuf  textBlocks
 	msgID    string // the current or last text message
 	textOpen bool
 	calls    []*streamedCall
@@ -92,9 +94,6 @@ type turnBuilder struct {
 	// thinking is the turn's reasoning, when it has any.
 	thinking *reasoningBuilder
 }
-
-// textBufStart is the first capacity of a turn's text.
-const textBufStart = 512
 
 type streamedCall struct {
 	call    ToolCall
@@ -111,13 +110,8 @@ func (b *turnBuilder) text(delta string) {
 		b.t.TextIDs++
 		b.s.em.emit(agui.TextMessageStart{MessageID: b.msgID, Role: agui.RoleAssistant})
 		b.textOpen = true
-		if b.textBuf.Cap() == 0 {
-			// Token streams come in pieces of a few bytes: start where a short answer
-			// fits rather than doubling up from 8 bytes.
-			b.textBuf.Grow(textBufStart)
-		}
 	}
-	b.textBuf.WriteString(delta)
+	b.textBuf.write(delta)
 	b.s.em.delta(agui.TypeTextMessageContent, b.msgID, delta)
 }
 
@@ -207,4 +201,53 @@ func (b *turnBuilder) finish() turn {
 		b.t.ToolCalls = append(b.t.ToolCalls, call)
 	}
 	return b.t
+}
+
+// textBlockSize is the size of the pooled blocks a turn's text is gathered in.
+const textBlockSize = 1 << 10
+
+var textBlockPool = sync.Pool{New: func() any { return new([textBlockSize]byte) }}
+
+// textBlocks gathers a turn's streamed text in pooled blocks and makes one string of it
+// at the end. A reply streams in pieces of a few bytes: appended to one buffer, which
+// grows by about a quarter at a time past 256 bytes, a reply of 4 KiB had allocated some
+// 15 KiB by its end, garbage that a server streaming thousands of replies makes its
+// collector work for while tokens wait. Here the one allocation is the final string;
+// release gives the blocks back once the turn is done with them.
+type textBlocks struct {
+	blocks []*[textBlockSize]byte
+	n      int // bytes written
+}
+
+func (t *textBlocks) write(s string) {
+	for len(s) > 0 {
+		if t.n == len(t.blocks)*textBlockSize {
+			t.blocks = append(t.blocks, textBlockPool.Get().(*[textBlockSize]byte))
+		}
+		k := copy(t.blocks[len(t.blocks)-1][t.n%textBlockSize:], s)
+		t.n += k
+		s = s[k:]
+	}
+}
+
+// String returns the text written so far.
+func (t *textBlocks) String() string {
+	var b strings.Builder
+	b.Grow(t.n)
+	rest := t.n
+	for _, blk := range t.blocks {
+		k := min(rest, textBlockSize)
+		b.Write(blk[:k])
+		rest -= k
+	}
+	return b.String()
+}
+
+// release gives the blocks back to the pool and empties t.
+func (t *textBlocks) release() {
+	for i, blk := range t.blocks {
+		textBlockPool.Put(blk)
+		t.blocks[i] = nil
+	}
+	t.blocks, t.n = t.blocks[:0], 0
 }
