@@ -2,7 +2,6 @@ package ai
 
 import (
 	"context"
-	"errors"
 	"iter"
 	"strconv"
 	"strings"
@@ -13,11 +12,14 @@ import (
 
 // stream asks the provider for req's stream. It is kept out of streamTurn, under whose
 // frame the goroutine waits on the model, so the copies of req the call makes are not
-// in that frame (see modelTurn).
+// in that frame (see modelTurn). streamTurn bounds the reply itself ([MaxReplyBytes])
+// rather than through [ModelDef.stream]'s wrapper: a token wakes a goroutine whose
+// frames and state have left the processor's caches while it waited, and a layer less
+// between the provider and the turn is less of that to fetch again, on every token.
 //
 //go:noinline
 func (s *loopState) stream(ctx context.Context, req *Request) iter.Seq2[Chunk, error] {
-	return s.r.agent.model.stream(ctx, *req)
+	return s.r.agent.model.provider.Stream(ctx, *req)
 }
 
 // streamTurn calls the provider and turns its chunks into events as they arrive, and
@@ -26,16 +28,19 @@ func (s *loopState) stream(ctx context.Context, req *Request) iter.Seq2[Chunk, e
 func (s *loopState) streamTurn(ctx context.Context, stepName string, req *Request, into *turn) error {
 	b := &turnBuilder{s: s, open: -1}
 	defer b.textBuf.release()
+	model := s.r.agent.model
+	limit, size := model.replyLimit(), int64(0)
 	for chunk, err := range s.stream(ctx, req) {
 		if err != nil {
 			if ctx.Err() != nil {
 				b.cut(ctx)
 				return ctx.Err()
 			}
-			if tooLarge := (*ReplyTooLargeError)(nil); errors.As(err, &tooLarge) {
-				return &stopError{code: CodeReplyTooLarge, msg: err.Error()}
-			}
 			return &stopError{code: CodeProviderError, msg: err.Error()}
+		}
+		if size += chunk.size(); size > limit {
+			// The rest of the reply is never read: leaving the loop closes the stream.
+			return &stopError{code: CodeReplyTooLarge, msg: (&ReplyTooLargeError{Model: model.name, Limit: limit}).Error()}
 		}
 		if chunk.Reasoning != nil {
 			b.reason(*chunk.Reasoning)
@@ -215,16 +220,21 @@ var textBlockPool = sync.Pool{New: func() any { return new([textBlockSize]byte) 
 // collector work for while tokens wait. Here the one allocation is the final string;
 // release gives the blocks back once the turn is done with them.
 type textBlocks struct {
-	blocks []*[textBlockSize]byte
-	n      int // bytes written
+	cur  *[textBlockSize]byte   // the block being filled, kept here so a token reaches it at once
+	n    int                    // bytes written
+	full []*[textBlockSize]byte // the blocks filled before cur
 }
 
 func (t *textBlocks) write(s string) {
 	for len(s) > 0 {
-		if t.n == len(t.blocks)*textBlockSize {
-			t.blocks = append(t.blocks, textBlockPool.Get().(*[textBlockSize]byte))
+		off := t.n % textBlockSize
+		if t.cur == nil || (off == 0 && t.n > 0) {
+			if t.cur != nil {
+				t.full = append(t.full, t.cur)
+			}
+			t.cur = textBlockPool.Get().(*[textBlockSize]byte)
 		}
-		k := copy(t.blocks[len(t.blocks)-1][t.n%textBlockSize:], s)
+		k := copy(t.cur[off:], s)
 		t.n += k
 		s = s[k:]
 	}
@@ -234,20 +244,23 @@ func (t *textBlocks) write(s string) {
 func (t *textBlocks) String() string {
 	var b strings.Builder
 	b.Grow(t.n)
-	rest := t.n
-	for _, blk := range t.blocks {
-		k := min(rest, textBlockSize)
-		b.Write(blk[:k])
-		rest -= k
+	for _, blk := range t.full {
+		b.Write(blk[:])
+	}
+	if t.cur != nil {
+		b.Write(t.cur[:t.n-len(t.full)*textBlockSize])
 	}
 	return b.String()
 }
 
 // release gives the blocks back to the pool and empties t.
 func (t *textBlocks) release() {
-	for i, blk := range t.blocks {
+	for i, blk := range t.full {
 		textBlockPool.Put(blk)
-		t.blocks[i] = nil
+		t.full[i] = nil
 	}
-	t.blocks, t.n = t.blocks[:0], 0
+	if t.cur != nil {
+		textBlockPool.Put(t.cur)
+	}
+	t.cur, t.full, t.n = nil, t.full[:0], 0
 }

@@ -28,12 +28,12 @@ func TestTextBlocksGatherEveryPiece(t *testing.T) {
 		if got := tb.String(); got != want.String() || tb.n != want.Len() {
 			t.Fatalf("round %d: a long piece read back as %d bytes, want %d", round, len(got), want.Len())
 		}
-		if len(tb.blocks) != (want.Len()+textBlockSize-1)/textBlockSize {
-			t.Fatalf("round %d: %d blocks for %d bytes", round, len(tb.blocks), want.Len())
+		if len(tb.full)+1 != (want.Len()+textBlockSize-1)/textBlockSize {
+			t.Fatalf("round %d: %d blocks for %d bytes", round, len(tb.full)+1, want.Len())
 		}
 		tb.release()
-		if tb.n != 0 || len(tb.blocks) != 0 || tb.String() != "" {
-			t.Fatalf("round %d: release left %d bytes in %d blocks", round, tb.n, len(tb.blocks))
+		if tb.n != 0 || len(tb.full) != 0 || tb.cur != nil || tb.String() != "" {
+			t.Fatalf("round %d: release left %d bytes in %d blocks", round, tb.n, len(tb.full))
 		}
 	}
 }
