@@ -22,9 +22,11 @@ type Side struct {
 // [RunRamp] judges one (a level that fails on delay alone gets a second window; the
 // knee is the largest level that held; an endpoint is held at a level above one it
 // failed without a second window), but the levels are shared: they grow while any
-// endpoint still holds, by the smaller step as soon as one of those nears the threshold, and then
-// bisect each endpoint's bracket, holding every endpoint at each midpoint so that every
-// figure has its peers from the same minutes. The budget is opts.Budget per endpoint.
+// endpoint still holds, by the smaller step as soon as one of those nears the
+// threshold, and then bisect each endpoint's bracket, holding every endpoint at each
+// midpoint so that every figure has its peers from the same minutes. The budget is
+// opts.Budget per endpoint. An endpoint that fails the first level gets no knee: start
+// below where the slowest one holds.
 //
 // Starting every level from none costs each level a burst of new conversations, which
 // the warmup absorbs; a ramp that grows in place ([RunRamp]) does not pay it, so knees

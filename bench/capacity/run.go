@@ -248,15 +248,23 @@ func runTarget(ctx context.Context, opts Options, name string, progress func(str
 }
 
 // runInterleaved measures the repository's targets together ([RunInterleaved]), each on
-// a server of its own, the servers running side by side, then each one's idle end on a
-// fresh server.
+// a server of its own, the servers running side by side, then, once they are stopped,
+// each one's idle end on a fresh server.
 func runInterleaved(ctx context.Context, opts Options, progress func(string, string)) []Result {
 	res := make([]Result, len(opts.Targets))
 	var (
 		ts     []*target
+		procs  []*testenv.Process
 		sides  []Side
 		failed error
 	)
+	stopAll := func() {
+		for _, p := range procs {
+			p.Stop(10 * time.Second)
+		}
+		procs = nil
+	}
+	defer stopAll()
 	for i, name := range opts.Targets {
 		res[i].Target = name
 		t, err := newTarget(ctx, opts, name)
@@ -272,14 +280,14 @@ func runInterleaved(ctx context.Context, opts Options, progress func(string, str
 			failed = err
 			break
 		}
-		defer proc.Stop(10 * time.Second)
-		ts = append(ts, t)
+		procs, ts = append(procs, proc), append(ts, t)
 		sides = append(sides, Side{Endpoint: ep, Probe: p, Progress: withProgress(opts.Ramp, name, progress).Progress})
 	}
 	var ramps []Ramp
 	if failed == nil {
 		ramps, failed = RunInterleaved(ctx, sides, opts.Ramp)
 	}
+	stopAll() // the idle ends below run on fresh servers, alone
 	if failed != nil {
 		for i := range res {
 			res[i].Error = "interleaved: " + failed.Error()
