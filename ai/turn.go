@@ -2,6 +2,7 @@ package ai
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"strconv"
 	"strings"
@@ -35,6 +36,9 @@ func (s *loopState) streamTurn(ctx context.Context, stepName string, req *Reques
 			if ctx.Err() != nil {
 				b.cut(ctx)
 				return ctx.Err()
+			}
+			if tooLarge := (*ReplyTooLargeError)(nil); errors.As(err, &tooLarge) {
+				return &stopError{code: CodeReplyTooLarge, msg: err.Error()} // a provider that asks another model
 			}
 			return &stopError{code: CodeProviderError, msg: err.Error()}
 		}
@@ -215,10 +219,10 @@ var textBlockPool = sync.Pool{New: func() any { return new([textBlockSize]byte) 
 
 // textBlocks gathers a turn's streamed text in pooled blocks and makes one string of it
 // at the end. A reply streams in pieces of a few bytes: appended to one buffer, which
-// grows by about a quarter at a time past 256 bytes, a reply of 4 KiB had allocated some
-// 15 KiB by its end, garbage that a server streaming thousands of replies makes its
-// collector work for while tokens wait. Here the one allocation is the final string;
-// release gives the blocks back once the turn is done with them.
+// grows by about a quarter at a time past 256 bytes, a reply of 3.9 KB had allocated
+// 12 KB by its end (BenchmarkTurnText), garbage that a server streaming thousands of
+// replies makes its collector work for while tokens wait. Here the one allocation is the
+// final string; release gives the blocks back once the turn is done with them.
 type textBlocks struct {
 	cur  *[textBlockSize]byte   // the block being filled, kept here so a token reaches it at once
 	n    int                    // bytes written
