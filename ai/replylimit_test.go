@@ -3,6 +3,8 @@ package ai_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"iter"
 	"strings"
 	"testing"
 
@@ -117,5 +119,33 @@ func TestMaxReplyBytesMustNotBeNegative(t *testing.T) {
 	err := ai.Model("m", p, "id", ai.MaxReplyBytes(-1)).Validate()
 	if err == nil || !strings.Contains(err.Error(), "MaxReplyBytes must not be negative") {
 		t.Fatalf("Validate: %v", err)
+	}
+}
+
+// tooLargeProvider says a few words and then fails as a provider that asks another
+// model (ai.Ask) fails when that model's reply passes its bound.
+type tooLargeProvider struct{}
+
+func (tooLargeProvider) Name() string { return "asks-another" }
+
+func (tooLargeProvider) Stream(context.Context, ai.Request) iter.Seq2[ai.Chunk, error] {
+	return func(yield func(ai.Chunk, error) bool) {
+		if yield(ai.Chunk{Text: "Let me ask. "}, nil) {
+			yield(ai.Chunk{}, fmt.Errorf("asking the expert: %w", &ai.ReplyTooLargeError{Model: "expert", Limit: 4096}))
+		}
+	}
+}
+
+// TestAProvidersOwnOversizedReplyEndsTheRunAsOne checks that a provider whose own call
+// to another model passed that model's bound ends the run with code ReplyTooLarge, not
+// as a provider failure, though the turn's own bound was not reached.
+func TestAProvidersOwnOversizedReplyEndsTheRunAsOne(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, setup{provider: tooLargeProvider{}})
+	tr := w.stream(t, "/chat", chatBody(t, ChatIn{Message: "talk"}))
+	re := tr.runError(t)
+	eq(t, "code", re.Code, ai.CodeReplyTooLarge)
+	if !strings.Contains(re.Message, "expert") || !strings.Contains(re.Message, "4096 bytes") {
+		t.Errorf("message %q does not name the expert's bound", re.Message)
 	}
 }
