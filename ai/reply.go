@@ -46,13 +46,12 @@ func (m *ModelDef) replyLimit() int64 {
 // [MaxReplyBytes]: then it yields a [*ReplyTooLargeError] instead of the chunk that
 // passed the bound, and stops reading, which closes the provider's stream.
 func (m *ModelDef) stream(ctx context.Context, req Request) iter.Seq2[Chunk, error] {
-	limit := m.replyLimit()
 	return func(yield func(Chunk, error) bool) {
-		var n int64
+		bound := m.replyBound()
 		for c, err := range m.provider.Stream(ctx, req) {
 			if err == nil {
-				if n += c.size(); n > limit {
-					yield(Chunk{}, &ReplyTooLargeError{Model: m.name, Limit: limit})
+				if tooLarge := bound.add(c); tooLarge != nil {
+					yield(Chunk{}, tooLarge)
 					return
 				}
 			}
@@ -61,6 +60,25 @@ func (m *ModelDef) stream(ctx context.Context, req Request) iter.Seq2[Chunk, err
 			}
 		}
 	}
+}
+
+// replyBound counts the bytes of one reply against its model's [MaxReplyBytes]: the
+// one count behind [ModelDef.stream] and an agent's turn.
+type replyBound struct {
+	model    string
+	limit, n int64
+}
+
+func (m *ModelDef) replyBound() replyBound {
+	return replyBound{model: m.name, limit: m.replyLimit()}
+}
+
+// add counts c and returns the error that ends the reply once it has passed the bound.
+func (b *replyBound) add(c Chunk) *ReplyTooLargeError {
+	if b.n += c.size(); b.n > b.limit {
+		return &ReplyTooLargeError{Model: b.model, Limit: b.limit}
+	}
+	return nil
 }
 
 // size is the bytes of reply the chunk carries, counted against [MaxReplyBytes].

@@ -29,8 +29,7 @@ func (s *loopState) stream(ctx context.Context, req *Request) iter.Seq2[Chunk, e
 func (s *loopState) streamTurn(ctx context.Context, stepName string, req *Request, into *turn) error {
 	b := &turnBuilder{s: s, open: -1}
 	defer b.textBuf.release()
-	model := s.r.agent.model
-	limit, size := model.replyLimit(), int64(0)
+	bound := s.r.agent.model.replyBound()
 	for chunk, err := range s.stream(ctx, req) {
 		if err != nil {
 			if ctx.Err() != nil {
@@ -42,9 +41,9 @@ func (s *loopState) streamTurn(ctx context.Context, stepName string, req *Reques
 			}
 			return &stopError{code: CodeProviderError, msg: err.Error()}
 		}
-		if size += chunk.size(); size > limit {
+		if tooLarge := bound.add(chunk); tooLarge != nil {
 			// The rest of the reply is never read: leaving the loop closes the stream.
-			return &stopError{code: CodeReplyTooLarge, msg: (&ReplyTooLargeError{Model: model.name, Limit: limit}).Error()}
+			return &stopError{code: CodeReplyTooLarge, msg: tooLarge.Error()}
 		}
 		if chunk.Reasoning != nil {
 			b.reason(*chunk.Reasoning)
