@@ -49,7 +49,8 @@ type Options struct {
 	// committed to the streams it writes, and those it read of streams other instances
 	// write, kept so [Journal.ReadStream] answers a follower on this instance without a
 	// database round trip. Reads the tail cannot answer exactly (older rows, rows past
-	// those it holds of a stream not seen to end) go to the driver. Default 16 MiB for drivers
+	// those it holds of a stream not seen to end and no [LogWriter] of this instance
+	// holds) go to the driver. Default 16 MiB for drivers
 	// with [CapBlockingIO] and off for the others, whose reads are already in memory;
 	// negative turns it off.
 	TailBytes int

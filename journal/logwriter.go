@@ -107,7 +107,8 @@ type LogWriter struct {
 	settled    sync.Cond // on mu: signalled when the rows in the batch are settled
 	err        error
 	closed     bool
-	finished   bool // the writer ended the stream
+	finished   bool  // the writer ended the stream
+	tail       *tail // the stream's follow tail, which trusts this writer until it stops
 	commits    int
 	rows       int
 }
@@ -225,7 +226,7 @@ func (j *Journal) openLogWriter(ctx context.Context, s Stream, run *Run, last in
 	} else if s.Reserved > last {
 		w.seq, w.reserved = s.Reserved, s.Reserved
 	}
-	j.tails.open(s, w.seq, j.now())
+	w.tail = j.tails.open(s, w.seq, j.now())
 	if last >= opts.MaxRows {
 		var rows []EventRow
 		err := j.persist(ctx, "read the log of stream "+streamID, func() (err error) {
@@ -233,6 +234,7 @@ func (j *Journal) openLogWriter(ctx context.Context, s Stream, run *Run, last in
 			return err
 		}, nil)
 		if err != nil {
+			j.tails.release(w.tail)
 			return nil, err
 		}
 		marker := policy.truncated(opts.MaxRows)
@@ -445,6 +447,8 @@ func (w *LogWriter) commit(reserve int64) error {
 	a := Append{StreamID: w.streamID, Rows: w.queue, Reserve: reserve}
 	w.queue = nil
 	w.lastCommit = time.Now()
+	ids := w.storing(a)
+	defer w.j.tails.end(ids, w.j.tails.begin(ids))
 	// A journal that commits stores them with the batch's next commit, asked for at once.
 	grouped, tailed := w.j.batch.group, false
 	err := w.j.persist(w.ctx, "log rows of stream "+w.streamID, func() error {
@@ -457,8 +461,7 @@ func (w *LogWriter) commit(reserve int64) error {
 		return w.j.appendEvents(w.ctx, w.run, a)
 	}, func(err error) bool { return errors.Is(err, ErrSeqExists) && w.j.landed(w.ctx, a.StreamID, a.Rows) })
 	if err != nil {
-		w.err = fmt.Errorf("journal: log writer for stream %s: %w", w.streamID, err)
-		return w.err
+		return w.failed(err)
 	}
 	if tailed {
 		w.counted(a)
@@ -485,7 +488,7 @@ func (w *LogWriter) reservation() int64 {
 func (w *LogWriter) submit(reserve int64) {
 	f, err := fenceOf(w.run)
 	if err != nil {
-		w.err = fmt.Errorf("journal: log writer for stream %s: %w", w.streamID, err)
+		w.failed(err)
 		return
 	}
 	a := Append{StreamID: w.streamID, Rows: w.queue, Reserve: reserve}
@@ -511,9 +514,7 @@ func (w *LogWriter) settleBatch(a Append, err error) {
 	w.inflight = false
 	w.settled.Broadcast()
 	if err != nil {
-		if w.err == nil {
-			w.err = fmt.Errorf("journal: log writer for stream %s: %w", w.streamID, err)
-		}
+		w.failed(err)
 		return
 	}
 	w.committed(a)
@@ -523,6 +524,8 @@ func (w *LogWriter) settleBatch(a Append, err error) {
 // commitAlone stores rows the batch could not, because the database was away, on
 // their own, trying again as every write does, and settles the writer.
 func (w *LogWriter) commitAlone(a Append, first error) {
+	ids := w.storing(a)
+	defer w.j.tails.end(ids, w.j.tails.begin(ids))
 	err := w.j.persist(w.ctx, "log rows of stream "+w.streamID, func() error {
 		if first != nil {
 			err := first // the batch's attempt counts as the first
@@ -532,6 +535,15 @@ func (w *LogWriter) commitAlone(a Append, first error) {
 		return w.j.appendEvents(w.ctx, w.run, a)
 	}, func(err error) bool { return errors.Is(err, ErrSeqExists) && w.j.landed(w.ctx, a.StreamID, a.Rows) })
 	w.settleBatch(a, err)
+}
+
+// storing is the stream of a write of a, to mark as being stored while its rows go to
+// the follow tail (see [tails.begin]); none when a has no rows.
+func (w *LogWriter) storing(a Append) []string {
+	if len(a.Rows) == 0 {
+		return nil
+	}
+	return []string{w.streamID}
 }
 
 // committed records a stored append.
@@ -574,7 +586,7 @@ func (w *LogWriter) settle(a Append, err error) {
 	defer w.mu.Unlock()
 	if err != nil {
 		w.queue = nil
-		w.err = fmt.Errorf("journal: log writer for stream %s: %w", w.streamID, err)
+		w.failed(err)
 		return
 	}
 	w.queue = nil
@@ -718,10 +730,7 @@ func (w *LogWriter) finish() error {
 			return errors.Is(err, ErrSeqExists) && gerr == nil && st.FinishedAt != nil && w.j.landed(w.ctx, w.streamID, rows)
 		})
 	if err != nil {
-		if w.err == nil {
-			w.err = fmt.Errorf("journal: log writer for stream %s: %w", w.streamID, err)
-		}
-		return w.err
+		return w.failed(err)
 	}
 	w.finished = true
 	if len(rows) > 0 {
@@ -731,9 +740,21 @@ func (w *LogWriter) finish() error {
 	return w.err
 }
 
+// failed records the writer's first failure to store its rows and returns it. The
+// follow tail stops trusting this writer to have stored every row: a lost lease means
+// another instance may continue the stream.
+func (w *LogWriter) failed(err error) error {
+	if w.err == nil {
+		w.err = fmt.Errorf("journal: log writer for stream %s: %w", w.streamID, err)
+	}
+	w.j.tails.release(w.tail)
+	return w.err
+}
+
 // stop closes the writer, stops its timer and takes it off its run.
 func (w *LogWriter) stop() {
 	w.closed = true
+	w.j.tails.release(w.tail)
 	w.j.batch.live.Add(-1)
 	if w.timer != nil {
 		w.timer.Stop()

@@ -456,6 +456,10 @@ func (r *Run) finishWith(ctx context.Context, u RunUpdate, write func(ctx contex
 func (r *Run) lose() {
 	r.mu.Lock()
 	r.done = true
+	for _, w := range r.logs {
+		// Its writers store nothing more: another instance may continue their streams.
+		r.j.tails.release(w.tail)
+	}
 	r.mu.Unlock()
 	r.j.drop(r)
 }

@@ -20,8 +20,9 @@ const (
 //
 //   - a read starting before the tail's first row (an earlier execution's rows, or rows
 //     trimmed to the budget);
-//   - a read past the tail's last row of a stream not finished here: another instance may
-//     have taken the run over and appended since, or nothing is committed yet;
+//   - a read past the tail's last row of a stream not finished here, unless a writer of
+//     this instance holds the stream and no write of its rows is under way: otherwise
+//     another instance may have taken the run over and appended since;
 //   - a stream unfinished for half of UnfinishedMaxAge, which retention may close soon.
 //
 // A finish only completes a tail that ends at the stored last row ([Journal.FinishStream]
@@ -43,7 +44,7 @@ type tails struct {
 	// flush, a step's write) to a channel closed once they are in their tails: the driver
 	// wakes followers at the commit, before that, and a follower woken then waits for
 	// the tail ([Journal.ReadStream]) instead of reading the rows back from the database.
-	storing map[string]chan struct{}
+	storing map[string]storing
 }
 
 type tail struct {
@@ -55,6 +56,11 @@ type tail struct {
 	// remembered: the rows came from a read of what another instance wrote
 	// ([tails.remember]), so newer rows may be in the database and not here.
 	remembered bool
+	// writing: a [LogWriter] of this instance holds the stream (see [tails.open]). Every
+	// row it stores reaches the tail, and each of its writes is marked in storing from
+	// before its commit until its rows are here, so with no write marked the tail knows
+	// every committed row and answers a read past its last one with nothing.
+	writing bool
 }
 
 func newTails(max int, ttl, maxAge time.Duration) *tails {
@@ -64,20 +70,36 @@ func newTails(max int, ttl, maxAge time.Duration) *tails {
 // rowSize is what a row costs the budget: its bytes and its slot.
 func rowSize(r EventRow) int { return len(r.Event) + 32 }
 
-// open starts (or restarts) the tail of a stream a writer continues after seq last.
-func (ts *tails) open(st Stream, last int64, now time.Time) {
+// open starts (or restarts) the tail of a stream a writer continues after seq last, and
+// returns it for [tails.release] when the writer stops (nil when tails are off).
+func (ts *tails) open(st Stream, last int64, now time.Time) *tail {
 	if ts.max <= 0 {
-		return
+		return nil
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	ts.sweep(now)
 	if t := ts.m[st.ID]; t != nil && t.next == last+1 {
-		t.touched = now
-		return
+		// The writer found the stream ending where the tail does: the tail is complete,
+		// even one read from another instance's rows.
+		t.touched, t.writing, t.remembered = now, true, false
+		return t
 	}
 	ts.dropLocked(st.ID)
-	ts.m[st.ID] = &tail{st: st, next: last + 1, touched: now}
+	t := &tail{st: st, next: last + 1, touched: now, writing: true}
+	ts.m[st.ID] = t
+	return t
+}
+
+// release records that the writer that opened t holds its stream no more: it stopped,
+// or failed, and another instance may continue the stream.
+func (ts *tails) release(t *tail) {
+	if t == nil {
+		return
+	}
+	ts.mu.Lock()
+	t.writing = false
+	ts.mu.Unlock()
 }
 
 // add records rows the driver committed to a stream. Rows that do not continue the tail
@@ -211,6 +233,8 @@ func contiguousFrom(rows []EventRow) int {
 
 // begin records that a write stores rows of the streams ids; end(ids, ch) with the
 // channel it returns, once their rows are in the tails, releases the followers waiting.
+// Writes of one stream may nest (a writer's commit that goes through the log batch's
+// flush): the stream counts as being stored until the last of them ends.
 func (ts *tails) begin(ids []string) chan struct{} {
 	if ts.max <= 0 || len(ids) == 0 {
 		return nil
@@ -218,10 +242,11 @@ func (ts *tails) begin(ids []string) chan struct{} {
 	ch := make(chan struct{})
 	ts.mu.Lock()
 	if ts.storing == nil {
-		ts.storing = make(map[string]chan struct{}, len(ids))
+		ts.storing = make(map[string]storing, len(ids))
 	}
 	for _, id := range ids {
-		ts.storing[id] = ch
+		s := ts.storing[id]
+		ts.storing[id] = storing{ch: ch, n: s.n + 1}
 	}
 	ts.mu.Unlock()
 	return ch
@@ -233,12 +258,21 @@ func (ts *tails) end(ids []string, ch chan struct{}) {
 	}
 	ts.mu.Lock()
 	for _, id := range ids {
-		if ts.storing[id] == ch {
+		if s := ts.storing[id]; s.n > 1 {
+			ts.storing[id] = storing{ch: s.ch, n: s.n - 1}
+		} else {
 			delete(ts.storing, id)
 		}
 	}
 	ts.mu.Unlock()
 	close(ch)
+}
+
+// storing is a stream's writes under way: how many, and the channel the latest of them
+// closes when its rows are in the tail.
+type storing struct {
+	ch chan struct{}
+	n  int
 }
 
 // stored returns a channel closed once the write under way that stores rows of stream
@@ -249,7 +283,10 @@ func (ts *tails) stored(id string) <-chan struct{} {
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	return ts.storing[id]
+	if s, ok := ts.storing[id]; ok {
+		return s.ch
+	}
+	return nil
 }
 
 // drop forgets a stream (retention closed or deleted it).
@@ -290,8 +327,14 @@ func (ts *tails) read(id string, after int64, limit int, now time.Time) (st Stre
 	case after+1 < first:
 		return Stream{}, nil, false
 	case after+1 >= t.next:
-		// Nothing here after after: an end only when the stream finished here.
-		return t.st, nil, t.st.FinishedAt != nil && after+1 == t.next
+		// Nothing here after after: an end only when the stream finished here, and
+		// nothing yet while this instance's writer holds the stream and none of its
+		// writes is under way (one is: its rows may be committed and not here yet).
+		if t.st.FinishedAt != nil {
+			return t.st, nil, after+1 == t.next
+		}
+		_, busy := ts.storing[id]
+		return t.st, nil, t.writing && !busy
 	}
 	i := int(after + 1 - first)
 	j := min(len(t.rows), i+limit)

@@ -134,6 +134,7 @@ func tailCases() []testCase {
 		{"Tail/AnotherInstanceContinuesTheStream", tailAnotherInstanceContinuesTheStream},
 		{"Tail/FinishedElsewhereAfterRowsThisTailLacks", tailFinishedElsewhereAfterRowsThisTailLacks},
 		{"Tail/LostLeaseRowsAreNotServed", tailLostLeaseRowsAreNotServed},
+		{"Tail/ALeaseLostAtRenewalEndsTheWritersHold", tailALeaseLostAtRenewalEndsTheWritersHold},
 		{"Tail/ExpiresAfterTTLBelowRetention", tailExpiresAfterTTLBelowRetention},
 		{"Tail/OldUnfinishedStreamsReadTheDatabase", tailOldUnfinishedStreamsReadTheDatabase},
 		{"Tail/BudgetDropsOldestRows", tailBudgetDropsOldestRows},
@@ -145,12 +146,17 @@ func tailSameInstanceReadsNeedNoDatabase(t *testing.T, e *env) {
 	j, c := e.tailed("a")
 	w := e.openLog(j, "s1", quiet)
 	structural(t, e, w, 5)
-	// The last read found nothing after row 5 of an unfinished stream: that one
-	// asks the database, since another instance may have continued the run.
-	if n := c.during(func() { e.wantFollow(j, "s1", 2, 2, 5, false) }); n != 1 {
-		t.Fatalf("%d driver reads, want 1 (only the read past the tail)", n)
+	// The last read finds nothing after row 5 of an unfinished stream: this
+	// instance's writer holds it, so the tail knows every committed row.
+	if n := c.during(func() { e.wantFollow(j, "s1", 2, 2, 5, false) }); n != 0 {
+		t.Fatalf("%d driver reads, want 0 (the writer holds the stream)", n)
 	}
 	must(t, "Close", w.Close(e.ctx))
+	// Closed, the writer holds it no more (a run that parks, which another instance
+	// may continue): the read past the tail asks the database.
+	if n := c.during(func() { e.wantFollow(j, "s1", 2, 2, 5, false) }); n != 1 {
+		t.Fatalf("after Close: %d driver reads, want 1 (only the read past the tail)", n)
+	}
 	must(t, "FinishStream", j.FinishStream(e.ctx, "s1"))
 	n := c.during(func() {
 		e.wantFollow(j, "s1", 0, 500, 5, true)
@@ -308,18 +314,26 @@ func tailFinishedElsewhereAfterRowsThisTailLacks(t *testing.T, e *env) {
 	}
 }
 
-// tailLostLeaseRowsAreNotServed is the case "Tail/LostLeaseRowsAreNotServed": lost lease rows are not served.
-func tailLostLeaseRowsAreNotServed(t *testing.T, e *env) {
-	a, _ := e.tailed("a")
-	b := e.journal("b")
+// takenOver opens a writer of a on stream id of a run of a, writes two rows, and lets
+// the run's lease expire for b to claim it; it returns a's writer and b's execution.
+func (e *env) takenOver(a, b *journal.Journal, id string) (*journal.LogWriter, *journal.Run) {
+	t := e.t
 	r := e.begin(a)
-	e.stream(a, "s1", r.ID)
-	wa, err := a.NewLogWriter(e.ctx, "s1", r, quiet)
+	e.stream(a, id, r.ID)
+	wa, err := a.NewLogWriter(e.ctx, id, r, quiet)
 	must(t, "NewLogWriter a", err)
 	structural(t, e, wa, 2)
 	e.clock.Advance(leaseTTL + time.Second)
 	rb, err := b.Claim(e.ctx, r.ID)
 	must(t, "Claim b", err)
+	return wa, rb
+}
+
+// tailLostLeaseRowsAreNotServed is the case "Tail/LostLeaseRowsAreNotServed": lost lease rows are not served.
+func tailLostLeaseRowsAreNotServed(t *testing.T, e *env) {
+	a, _ := e.tailed("a")
+	b := e.journal("b")
+	wa, rb := e.takenOver(a, b, "s1")
 	write(t, e, wa, `{"type":"STEP_STARTED","stepName":"late"}`)
 	if err := wa.Flush(e.ctx); !errors.Is(err, journal.ErrLeaseLost) {
 		t.Fatalf("a's commit after losing the lease: err = %v, want ErrLeaseLost", err)
@@ -334,6 +348,23 @@ func tailLostLeaseRowsAreNotServed(t *testing.T, e *env) {
 	if seqs, _ := e.followAll(a, "s1", 0, 500); !slices.Equal(seqs, want) || want[2] <= 3 || st.Reserved != want[3] {
 		t.Fatalf("a follows %v, want %v past a's reservation (stream %+v)", seqs, want, st)
 	}
+}
+
+// tailALeaseLostAtRenewalEndsTheWritersHold is the case
+// "Tail/ALeaseLostAtRenewalEndsTheWritersHold": while a writer of this instance holds a
+// stream, a read past the tail needs no database; once its run's lease renewal finds the
+// lease taken, the rows another instance appended are read from the database.
+func tailALeaseLostAtRenewalEndsTheWritersHold(t *testing.T, e *env) {
+	a, _ := e.tailed("a")
+	b := e.journal("b")
+	wa, rb := e.takenOver(a, b, "s1")
+	e.logRows(b, "s1", rb, 2)
+	a.RenewOnce(e.ctx)
+	seqs, _ := e.followAll(a, "s1", 0, 500)
+	if len(seqs) != 4 || seqs[1] != 2 {
+		t.Fatalf("a follows %v after its lease was lost, want rows 1, 2 and b's two", seqs)
+	}
+	_ = wa.Close(e.ctx)
 }
 
 // tailExpiresAfterTTLBelowRetention is the case "Tail/ExpiresAfterTTLBelowRetention": expires after TTL below retention.
@@ -361,8 +392,8 @@ func tailOldUnfinishedStreamsReadTheDatabase(t *testing.T, e *env) {
 	structural(t, e, w, 2)
 	e.clock.Advance(20 * time.Minute)
 	structural(t, e, w, 1)
-	if n := c.during(func() { e.wantFollow(j, "s1", 0, 2, 3, false) }); n != 1 {
-		t.Fatalf("a 20-minute-old stream: %d driver reads, want 1 (past the tail's end)", n)
+	if n := c.during(func() { e.wantFollow(j, "s1", 0, 2, 3, false) }); n != 0 {
+		t.Fatalf("a 20-minute-old stream its writer holds: %d driver reads, want 0", n)
 	}
 	e.clock.Advance(11 * time.Minute)
 	structural(t, e, w, 1)
