@@ -357,14 +357,34 @@ func (s *Store) RenewLease(ctx context.Context, f journal.Fence, expires time.Ti
 // runs' conversations would otherwise wait out.
 const renewChunk = 100
 
+// Where rows are locked, RenewLeases tries the fences whose rows were held renewPasses
+// times in all, renewPause apart, before it renews the rest one by one.
+const (
+	renewPasses = 3
+	renewPause  = 20 * time.Millisecond
+)
+
+// sleepCtx waits d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // RenewLeases implements journal.LeaseRenewer: renewChunk fences to a statement, the
 // runs renewed coming back from the same statement.
 //
 // Where rows are locked (Postgres), each statement runs on its own, outside the write
 // queue, and skips the rows another transaction holds (SKIP LOCKED): it waits for no
 // write, and no write waits long for it. A row is held when its run is writing (a step,
-// its log's end), so a fence the statement skipped is read back without a lock, and one
-// that still holds is renewed on its own, after that write, as RenewLease does. A
+// its log's end), a few milliseconds: the fences a statement skipped are tried again
+// (renewPasses), and those still skipped are read back without a lock, and one that
+// still holds is renewed on its own, after that write, as RenewLease does. A
 // statement that waited instead, inside the group commit, held hundreds of run rows
 // while it waited for one: under load the writes of other groups queued behind those
 // rows and Postgres found deadlocks among them, each a second long.
@@ -388,19 +408,34 @@ func (s *Store) RenewLeases(ctx context.Context, fences []journal.Fence, expires
 		}
 		return lost, nil
 	}
-	for chunk := range slices.Chunk(fences, renewChunk) {
-		q, args := s.renewSQL(chunk, expires, true)
-		renewed, err := scanFences(s.db.DB.QueryContext(ctx, s.rebind(q), args...))
-		if err != nil {
-			return lost, err
+	// A row held by a write is free again once that write commits, a few milliseconds
+	// on: the fences a statement skipped are tried again, in one statement a chunk,
+	// after a pause; only those still held after the last pass are read back and renewed
+	// one by one.
+	pending := fences
+	for pass := range renewPasses {
+		if pass > 0 {
+			if err := sleepCtx(ctx, renewPause); err != nil {
+				return lost, err
+			}
 		}
-		missing := appendMissing(nil, chunk, renewed)
-		if len(missing) == 0 {
-			continue
+		var missing []journal.Fence
+		for chunk := range slices.Chunk(pending, renewChunk) {
+			q, args := s.renewSQL(chunk, expires, true)
+			renewed, err := scanFences(s.db.DB.QueryContext(ctx, s.rebind(q), args...))
+			if err != nil {
+				return lost, err
+			}
+			missing = appendMissing(missing, chunk, renewed)
 		}
+		if pending = missing; len(pending) == 0 {
+			return lost, nil
+		}
+	}
+	for chunk := range slices.Chunk(pending, renewChunk) {
 		var in strings.Builder
-		args = args[:0]
-		for k, f := range missing {
+		args := make([]any, 0, len(chunk))
+		for k, f := range chunk {
 			if k > 0 {
 				in.WriteByte(',')
 			}
@@ -412,7 +447,7 @@ func (s *Store) RenewLeases(ctx context.Context, fences []journal.Fence, expires
 		if err != nil {
 			return lost, err
 		}
-		for _, f := range missing {
+		for _, f := range chunk {
 			if holding[f] {
 				skipped = append(skipped, f)
 			} else {
