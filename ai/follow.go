@@ -32,6 +32,17 @@ const followBatch = 500
 func serveFollow(fx *engine.Fx, w http.ResponseWriter, r *http.Request) {
 	app, ctx, p := fx.App(), r.Context(), fx.Principal()
 	after, afterErr := lastEventID(r)
+	j := durable.JournalOf(app)
+	// Subscribed before the first read (an in-process registration), the follower is
+	// woken by every commit after that read, so it needs no second read to catch rows
+	// committed meanwhile: a follower of a run that waits (an approval's resume) asks the
+	// database once before its next rows.
+	var wake <-chan struct{}
+	if j != nil {
+		var unsubscribe func()
+		wake, unsubscribe = j.Subscribe(r.PathValue("runId"))
+		defer unsubscribe()
+	}
 	// One statement reads the stream record for the access check and the first batch of
 	// rows: a resume costs one database round trip before its first frame. A refused
 	// caller's rows are dropped unseen.
@@ -44,20 +55,19 @@ func serveFollow(fx *engine.Fx, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg := configOf(app)
-	j := durable.JournalOf(app)
 	// With stored rows in hand, the headers go out with the first frame: one write.
 	sse := httpx.NewSSEWriter(w, httpx.SSEOptions{Heartbeat: cfg.Heartbeat, HoldHeaders: len(rows) > 0})
 	defer sse.Close()
-	relayLog(ctx, sse, j, cfg.FollowPoll, st, rows, after, func(seq int64) int64 { return seq })
+	relayLog(ctx, sse, j, cfg.FollowPoll, st, rows, after, wake, func(seq int64) int64 { return seq })
 }
 
 // relayLog writes the rows of the stream st from rows on (read after seq after), then
 // every row stored later, as SSE frames with the ids id(seq), until the stream is
 // finished and every row was sent (true) or the client, the database or retention ends
-// the relay (false).
-func relayLog(ctx context.Context, sse *httpx.SSEWriter, j *journal.Journal, pollEvery time.Duration, st journal.Stream, rows []journal.EventRow, after int64, id func(seq int64) int64) bool {
+// the relay (false). wake, when not nil, is a subscription to the stream made before
+// rows were read; otherwise relayLog subscribes once it needs to wait.
+func relayLog(ctx context.Context, sse *httpx.SSEWriter, j *journal.Journal, pollEvery time.Duration, st journal.Stream, rows []journal.EventRow, after int64, wake <-chan struct{}, id func(seq int64) int64) bool {
 	var (
-		wake        <-chan struct{}
 		unsubscribe = func() {}
 		poll        *time.Timer
 		err         error
@@ -79,10 +89,13 @@ func relayLog(ctx context.Context, sse *httpx.SSEWriter, j *journal.Journal, pol
 				// Subscribe after the first read, so the first frame does not wait for a
 				// listener; the read that follows catches rows appended meanwhile.
 				wake, unsubscribe = j.Subscribe(st.ID)
-				poll = time.NewTimer(pollEvery)
-				defer poll.Stop()
 			default:
-				poll.Reset(pollEvery)
+				if poll == nil {
+					poll = time.NewTimer(pollEvery)
+					defer poll.Stop()
+				} else {
+					poll.Reset(pollEvery)
+				}
 				select {
 				case <-ctx.Done():
 					return false

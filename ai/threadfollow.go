@@ -98,7 +98,7 @@ func serveThread(fx *engine.Fx, w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
-		if !relayLog(ctx, sse, j, cfg.FollowPoll, st, rows, after, func(seq int64) int64 { return ThreadEventID(at, seq) }) {
+		if !relayLog(ctx, sse, j, cfg.FollowPoll, st, rows, after, nil, func(seq int64) int64 { return ThreadEventID(at, seq) }) {
 			return
 		}
 		pos, after = at+1, 0
