@@ -159,9 +159,9 @@ func (b *logBatch) flush() {
 		for i, it := range items {
 			ids[i] = it.fa.StreamID
 		}
-		stored := b.j.tails.begin(ids)
+		b.j.tails.begin(ids)
 		b.store(items)
-		b.j.tails.end(ids, stored)
+		b.j.tails.end(ids)
 	}
 
 	b.mu.Lock()
@@ -220,7 +220,14 @@ func (b *logBatch) store(items []batched) {
 			// The database is away: this writer's rows are tried again on their own, as
 			// any write is, while the batch goes on with the others.
 			b.j.fault()
-			go it.w.commitAlone(it.fa.Append, err)
+			// Its rows stay marked as being stored until that write ends: they may
+			// have landed, and a follower must not be told nothing is committed.
+			ids := it.w.storing(it.fa.Append)
+			b.j.tails.begin(ids)
+			go func() {
+				defer b.j.tails.end(ids)
+				it.w.commitAlone(it.fa.Append, err)
+			}()
 			continue
 		case errors.Is(err, ErrLeaseLost) && it.w.run != nil:
 			it.w.run.lose()

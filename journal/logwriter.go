@@ -226,7 +226,7 @@ func (j *Journal) openLogWriter(ctx context.Context, s Stream, run *Run, last in
 	} else if s.Reserved > last {
 		w.seq, w.reserved = s.Reserved, s.Reserved
 	}
-	w.tail = j.tails.open(s, w.seq, j.now())
+	w.tail = j.tails.open(s, w.seq, j.now(), w)
 	if last >= opts.MaxRows {
 		var rows []EventRow
 		err := j.persist(ctx, "read the log of stream "+streamID, func() (err error) {
@@ -234,7 +234,7 @@ func (j *Journal) openLogWriter(ctx context.Context, s Stream, run *Run, last in
 			return err
 		}, nil)
 		if err != nil {
-			j.tails.release(w.tail)
+			j.tails.release(w.tail, w)
 			return nil, err
 		}
 		marker := policy.truncated(opts.MaxRows)
@@ -448,7 +448,8 @@ func (w *LogWriter) commit(reserve int64) error {
 	w.queue = nil
 	w.lastCommit = time.Now()
 	ids := w.storing(a)
-	defer w.j.tails.end(ids, w.j.tails.begin(ids))
+	w.j.tails.begin(ids)
+	defer w.j.tails.end(ids)
 	// A journal that commits stores them with the batch's next commit, asked for at once.
 	grouped, tailed := w.j.batch.group, false
 	err := w.j.persist(w.ctx, "log rows of stream "+w.streamID, func() error {
@@ -524,8 +525,6 @@ func (w *LogWriter) settleBatch(a Append, err error) {
 // commitAlone stores rows the batch could not, because the database was away, on
 // their own, trying again as every write does, and settles the writer.
 func (w *LogWriter) commitAlone(a Append, first error) {
-	ids := w.storing(a)
-	defer w.j.tails.end(ids, w.j.tails.begin(ids))
 	err := w.j.persist(w.ctx, "log rows of stream "+w.streamID, func() error {
 		if first != nil {
 			err := first // the batch's attempt counts as the first
@@ -747,14 +746,14 @@ func (w *LogWriter) failed(err error) error {
 	if w.err == nil {
 		w.err = fmt.Errorf("journal: log writer for stream %s: %w", w.streamID, err)
 	}
-	w.j.tails.release(w.tail)
+	w.j.tails.release(w.tail, w)
 	return w.err
 }
 
 // stop closes the writer, stops its timer and takes it off its run.
 func (w *LogWriter) stop() {
 	w.closed = true
-	w.j.tails.release(w.tail)
+	w.j.tails.release(w.tail, w)
 	w.j.batch.live.Add(-1)
 	if w.timer != nil {
 		w.timer.Stop()

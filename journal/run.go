@@ -226,13 +226,13 @@ func (r *Run) record(ctx context.Context, pos int, f Fence, name string, out jso
 		}
 	}
 	wctx := context.WithoutCancel(ctx)
-	stored := r.j.tails.begin(ids)
+	r.j.tails.begin(ids)
 	werr := r.j.persist(wctx, "step "+name, func() error { return r.j.d.InsertStep(wctx, f, rec, w) },
 		func(err error) bool { return errors.Is(err, ErrStepExists) })
 	for _, s := range logs {
 		s.w.settle(s.a, werr)
 	}
-	r.j.tails.end(ids, stored)
+	r.j.tails.end(ids)
 	if werr != nil {
 		if errors.Is(werr, ErrLeaseLost) {
 			r.lose()
@@ -283,6 +283,10 @@ func (r *Run) stageLogs() []staged {
 func (r *Run) attach(w *LogWriter) {
 	r.mu.Lock()
 	r.logs = append(r.logs, w)
+	if r.done {
+		// The lease was lost while the writer opened: it holds nothing.
+		r.j.tails.release(w.tail, w)
+	}
 	r.mu.Unlock()
 }
 
@@ -458,7 +462,7 @@ func (r *Run) lose() {
 	r.done = true
 	for _, w := range r.logs {
 		// Its writers store nothing more: another instance may continue their streams.
-		r.j.tails.release(w.tail)
+		r.j.tails.release(w.tail, w)
 	}
 	r.mu.Unlock()
 	r.j.drop(r)

@@ -60,7 +60,8 @@ func (j *Journal) finishStream(ctx context.Context, streamID string, run *Run, r
 	now := j.now()
 	// Its followers are woken at the commit, before the end is in the tail.
 	ids := []string{streamID}
-	defer j.tails.end(ids, j.tails.begin(ids))
+	j.tails.begin(ids)
+	defer j.tails.end(ids)
 	last, err := j.d.FinishStream(ctx, streamID, f, rows, now)
 	if err != nil {
 		if errors.Is(err, ErrLeaseLost) && run != nil {

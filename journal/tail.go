@@ -56,11 +56,12 @@ type tail struct {
 	// remembered: the rows came from a read of what another instance wrote
 	// ([tails.remember]), so newer rows may be in the database and not here.
 	remembered bool
-	// writing: a [LogWriter] of this instance holds the stream (see [tails.open]). Every
-	// row it stores reaches the tail, and each of its writes is marked in storing from
-	// before its commit until its rows are here, so with no write marked the tail knows
-	// every committed row and answers a read past its last one with nothing.
-	writing bool
+	// holder is the [LogWriter] of this instance that holds the stream (see
+	// [tails.open]), or nil. Every row it stores reaches the tail, and each of its writes
+	// is marked in storing from before its commit until its rows are here, so with no
+	// write marked the tail knows every committed row and answers a read past its last
+	// one with nothing.
+	holder *LogWriter
 }
 
 func newTails(max int, ttl, maxAge time.Duration) *tails {
@@ -70,9 +71,9 @@ func newTails(max int, ttl, maxAge time.Duration) *tails {
 // rowSize is what a row costs the budget: its bytes and its slot.
 func rowSize(r EventRow) int { return len(r.Event) + 32 }
 
-// open starts (or restarts) the tail of a stream a writer continues after seq last, and
-// returns it for [tails.release] when the writer stops (nil when tails are off).
-func (ts *tails) open(st Stream, last int64, now time.Time) *tail {
+// open starts (or restarts) the tail of a stream that writer w continues after seq last,
+// held by w until [tails.release], and returns it (nil when tails are off).
+func (ts *tails) open(st Stream, last int64, now time.Time, w *LogWriter) *tail {
 	if ts.max <= 0 {
 		return nil
 	}
@@ -82,23 +83,26 @@ func (ts *tails) open(st Stream, last int64, now time.Time) *tail {
 	if t := ts.m[st.ID]; t != nil && t.next == last+1 {
 		// The writer found the stream ending where the tail does: the tail is complete,
 		// even one read from another instance's rows.
-		t.touched, t.writing, t.remembered = now, true, false
+		t.touched, t.holder, t.remembered = now, w, false
 		return t
 	}
 	ts.dropLocked(st.ID)
-	t := &tail{st: st, next: last + 1, touched: now, writing: true}
+	t := &tail{st: st, next: last + 1, touched: now, holder: w}
 	ts.m[st.ID] = t
 	return t
 }
 
-// release records that the writer that opened t holds its stream no more: it stopped,
-// or failed, and another instance may continue the stream.
-func (ts *tails) release(t *tail) {
+// release records that writer w holds the stream of tail t no more: it stopped, or
+// failed, or its run lost the lease, and another instance may continue the stream. A
+// later writer that holds the same tail keeps it.
+func (ts *tails) release(t *tail, w *LogWriter) {
 	if t == nil {
 		return
 	}
 	ts.mu.Lock()
-	t.writing = false
+	if t.holder == w {
+		t.holder = nil
+	}
 	ts.mu.Unlock()
 }
 
@@ -231,62 +235,70 @@ func contiguousFrom(rows []EventRow) int {
 	return 0
 }
 
-// begin records that a write stores rows of the streams ids; end(ids, ch) with the
-// channel it returns, once their rows are in the tails, releases the followers waiting.
-// Writes of one stream may nest (a writer's commit that goes through the log batch's
-// flush): the stream counts as being stored until the last of them ends.
-func (ts *tails) begin(ids []string) chan struct{} {
+// begin records that a write stores rows of the streams ids; end(ids), once their rows
+// are in the tails, releases the followers waiting ([tails.stored]). Writes of one
+// stream may nest (a writer's commit that goes through the log batch's flush): the
+// stream counts as being stored until the last of them ends.
+func (ts *tails) begin(ids []string) {
 	if ts.max <= 0 || len(ids) == 0 {
-		return nil
+		return
 	}
-	ch := make(chan struct{})
 	ts.mu.Lock()
 	if ts.storing == nil {
 		ts.storing = make(map[string]storing, len(ids))
 	}
 	for _, id := range ids {
 		s := ts.storing[id]
-		ts.storing[id] = storing{ch: ch, n: s.n + 1}
+		s.n++
+		ts.storing[id] = s
 	}
 	ts.mu.Unlock()
-	return ch
 }
 
-func (ts *tails) end(ids []string, ch chan struct{}) {
-	if ch == nil {
+func (ts *tails) end(ids []string) {
+	if ts.max <= 0 || len(ids) == 0 {
 		return
 	}
 	ts.mu.Lock()
 	for _, id := range ids {
-		if s := ts.storing[id]; s.n > 1 {
-			ts.storing[id] = storing{ch: s.ch, n: s.n - 1}
-		} else {
-			delete(ts.storing, id)
+		s := ts.storing[id]
+		if s.n > 1 {
+			s.n--
+			ts.storing[id] = s
+			continue
+		}
+		delete(ts.storing, id)
+		if s.ch != nil {
+			close(s.ch)
 		}
 	}
 	ts.mu.Unlock()
-	close(ch)
 }
 
-// storing is a stream's writes under way: how many, and the channel the latest of them
-// closes when its rows are in the tail.
+// storing is a stream's writes under way, and the channel closed when the last of them
+// ends, made when a follower first waits for it.
 type storing struct {
-	ch chan struct{}
 	n  int
+	ch chan struct{}
 }
 
-// stored returns a channel closed once the write under way that stores rows of stream
-// id has put them in its tail, or nil when no write under way does.
+// stored returns a channel closed once no write under way stores rows of stream id any
+// more (they are in its tail), or nil when none does.
 func (ts *tails) stored(id string) <-chan struct{} {
 	if ts.max <= 0 {
 		return nil
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	if s, ok := ts.storing[id]; ok {
-		return s.ch
+	s, ok := ts.storing[id]
+	if !ok {
+		return nil
 	}
-	return nil
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+		ts.storing[id] = s
+	}
+	return s.ch
 }
 
 // drop forgets a stream (retention closed or deleted it).
@@ -334,7 +346,7 @@ func (ts *tails) read(id string, after int64, limit int, now time.Time) (st Stre
 			return t.st, nil, after+1 == t.next
 		}
 		_, busy := ts.storing[id]
-		return t.st, nil, t.writing && !busy
+		return t.st, nil, t.holder != nil && !busy
 	}
 	i := int(after + 1 - first)
 	j := min(len(t.rows), i+limit)
