@@ -220,20 +220,27 @@ func (b *logBatch) store(items []batched) {
 			// The database is away: this writer's rows are tried again on their own, as
 			// any write is, while the batch goes on with the others.
 			b.j.fault()
-			// Its rows stay marked as being stored until that write ends: they may
-			// have landed, and a follower must not be told nothing is committed.
-			ids := it.w.storing(it.fa.Append)
-			b.j.tails.begin(ids)
-			go func() {
-				defer b.j.tails.end(ids)
-				it.w.commitAlone(it.fa.Append, err)
-			}()
+			b.retryAlone(it.w, it.fa.Append, err)
 			continue
 		case errors.Is(err, ErrLeaseLost) && it.w.run != nil:
 			it.w.run.lose()
 		}
 		it.w.settleBatch(it.fa.Append, err)
 	}
+}
+
+// retryAlone has w store a on its own, on a goroutine of its own, after the batch's
+// attempt failed with err because the database was away. The rows stay marked as being
+// stored until that write ends: they may have landed, and a follower must not be told
+// that nothing is committed. (A function of its own: a closure in store's loop would
+// move each item to the heap and grow the frame under which a handler's stream opens.)
+func (b *logBatch) retryAlone(w *LogWriter, a Append, err error) {
+	ids := w.storing(a)
+	b.j.tails.begin(ids)
+	go func() {
+		defer b.j.tails.end(ids)
+		w.commitAlone(a, err)
+	}()
 }
 
 // tail puts the rows of a stored creation, end or flush in the follow tail (and the end
