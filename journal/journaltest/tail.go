@@ -200,9 +200,12 @@ func tailAFollowerWokenByTheEndReadsItFromTheTail(t *testing.T, e *env) {
 }
 
 // readWoken subscribes to stream id on j, runs write (named what) in the background,
-// and once the follower is woken reads the stream after seq after as a follower does,
-// counting the driver reads that read made (c counts j's). It returns what the read
-// gave, after write returned without error.
+// and each time the follower is woken reads the stream after seq after as a follower
+// does, until a read finds rows or the end, counting the driver reads those reads made
+// (c counts j's). A wake-up may come before the write's commit (Postgres wakes every
+// subscriber when its listener connects): a read that finds nothing new then waits for
+// the next one, as a follower does. It returns what the last read gave, after write
+// returned without error.
 func (e *env) readWoken(j *journal.Journal, c *countingReads, id string, after int64, what string, write func() error) (journal.Stream, []journal.EventRow, int64) {
 	t := e.t
 	t.Helper()
@@ -210,18 +213,21 @@ func (e *env) readWoken(j *journal.Journal, c *countingReads, id string, after i
 	defer stop()
 	done := make(chan error, 1)
 	go func() { done <- write() }()
-	select {
-	case <-woken:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the follower was not woken by %s", what)
-	}
 	var st journal.Stream
 	var rows []journal.EventRow
-	n := c.during(func() {
-		var err error
-		st, rows, err = j.ReadStream(e.ctx, id, after, 10)
-		must(t, "ReadStream", err)
-	})
+	var n int64
+	for len(rows) == 0 && st.FinishedAt == nil {
+		select {
+		case <-woken:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the follower was not woken by %s", what)
+		}
+		n += c.during(func() {
+			var err error
+			st, rows, err = j.ReadStream(e.ctx, id, after, 10)
+			must(t, "ReadStream", err)
+		})
+	}
 	must(t, what, <-done)
 	return st, rows, n
 }
