@@ -41,9 +41,10 @@ type tails struct {
 	m     map[string]*tail
 	swept time.Time
 	// storing maps the streams whose rows a write under way stores (the log batch's
-	// flush, a step's write) to a channel closed once they are in their tails: the driver
-	// wakes followers at the commit, before that, and a follower woken then waits for
-	// the tail ([Journal.ReadStream]) instead of reading the rows back from the database.
+	// flush, a step's write, a writer's commit) to those writes, whose rows reach the
+	// tails once the last ends: the driver wakes followers at the commit, before that,
+	// and a follower woken then waits for the tail ([Journal.ReadStream]) instead of
+	// reading the rows back from the database.
 	storing map[string]storing
 }
 
