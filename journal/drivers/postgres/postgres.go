@@ -268,7 +268,7 @@ func (d *Driver) listen(ctx context.Context, done chan struct{}) {
 		}
 		if err != nil {
 			hub.NotifyAll()
-			if !sleep(ctx, min(backoff, d.opts.PollInterval)) {
+			if !sqlstore.Sleep(ctx, min(backoff, d.opts.PollInterval)) {
 				return
 			}
 			backoff = min(backoff*2, 5*time.Second)
@@ -311,18 +311,6 @@ func (d *Driver) receive(ctx context.Context, conn *pgx.Conn) {
 		default:
 			hub.NotifyAll() // backstop poll
 		}
-	}
-}
-
-// sleep waits d or until ctx ends; false when ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -364,15 +364,15 @@ const (
 	renewPause  = 20 * time.Millisecond
 )
 
-// sleepCtx waits d, or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// Sleep waits d or until ctx ends; false when ctx ended.
+func Sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
-		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -415,8 +415,8 @@ func (s *Store) RenewLeases(ctx context.Context, fences []journal.Fence, expires
 	pending := fences
 	for pass := range renewPasses {
 		if pass > 0 {
-			if err := sleepCtx(ctx, renewPause); err != nil {
-				return lost, err
+			if !Sleep(ctx, renewPause) {
+				return lost, ctx.Err()
 			}
 		}
 		var missing []journal.Fence
